@@ -1,0 +1,184 @@
+"""Declarative bases, engine and session factories, and the tenant schema mapping.
+
+Shared tables (tenants, users, memberships, tokens) live in the default
+schema. Every per-tenant table is declared in the placeholder schema
+`TENANT_SCHEMA`; a tenant session translates that placeholder to the
+tenant's real schema with SQLAlchemy's `schema_translate_map`. That map is
+the one mechanism that reaches a tenant's data: no SQL is ever built from a
+tenant's name.
+
+On PostgreSQL the real schema is a schema. On SQLite it is a database file
+per tenant (`<var>/tenants/<slug>.db`), ATTACHed to the connection under
+the schema name before the transaction begins.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, MetaData, create_engine, event
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.pool import NullPool
+
+from almanac.errors import ValidationError
+from almanac.settings import Settings
+
+TENANT_SCHEMA = "tenant"
+SLUG_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
+SLUG_MAX = 40
+# SQLite allows 10 attached files per connection by default; keep room for one more.
+_MAX_ATTACHED = 8
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class SharedBase(DeclarativeBase):
+    """Tables of the shared schema."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TenantBase(DeclarativeBase):
+    """Tables that every tenant has in its own schema."""
+
+    metadata = MetaData(schema=TENANT_SCHEMA, naming_convention=NAMING_CONVENTION)
+
+
+def validate_slug(slug: str) -> str:
+    """Return the slug if it is lowercase letters, digits and single dashes; else raise."""
+    if not isinstance(slug, str) or not (2 <= len(slug) <= SLUG_MAX) or not SLUG_PATTERN.match(slug):
+        raise ValidationError(
+            f"Tenant slug {slug!r} must be 2-{SLUG_MAX} lowercase letters, digits and single dashes, "
+            "starting with a letter."
+        )
+    return slug
+
+
+def schema_for(slug: str) -> str:
+    """The real schema name of a tenant. Injective because slugs never hold underscores."""
+    return "t_" + validate_slug(slug).replace("-", "_")
+
+
+class Database:
+    """The engine and session factories of one process, built from settings."""
+
+    def __init__(self, settings: Settings, *, pool: str | None = None) -> None:
+        self.settings = settings
+        self.url = settings.database_url
+        self.is_sqlite = self.url.startswith("sqlite")
+        self.engine = self._build_engine(pool)
+        self._sessions = sessionmaker(bind=self.engine, expire_on_commit=False)
+
+    # -- engine -----------------------------------------------------------------
+
+    def _build_engine(self, pool: str | None) -> Engine:
+        kwargs: dict[str, Any] = {"future": True}
+        if self.is_sqlite:
+            self.settings.sqlite_dir().mkdir(parents=True, exist_ok=True)
+            self.tenant_dir().mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+            if pool == "null":
+                kwargs["poolclass"] = NullPool
+            engine = create_engine(self.url, **kwargs)
+            _install_sqlite_hooks(engine)
+            return engine
+        kwargs.update(pool_size=self.settings.pool_size, max_overflow=self.settings.pool_size, pool_pre_ping=True)
+        if pool == "null":
+            kwargs = {"future": True, "poolclass": NullPool}
+        return create_engine(self.url, **kwargs)
+
+    def tenant_dir(self) -> Path:
+        return self.settings.sqlite_dir() / "tenants"
+
+    def tenant_file(self, slug: str) -> Path:
+        validate_slug(slug)
+        return self.tenant_dir() / f"{slug}.db"
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # -- sessions ---------------------------------------------------------------
+
+    @contextmanager
+    def shared_session(self) -> Iterator[Session]:
+        """A unit of work on the shared schema: commits on success, rolls back on error."""
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    @contextmanager
+    def tenant_connection(self, slug: str) -> Iterator[Any]:
+        """A connection whose `tenant` schema is this tenant's schema (and the shared one as default)."""
+        schema = schema_for(slug)
+        with self.engine.connect() as conn:
+            if self.is_sqlite:
+                _attach(conn, schema, self.tenant_file(slug))
+            yield conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema})
+
+    @contextmanager
+    def tenant_session(self, slug: str) -> Iterator[Session]:
+        """A unit of work in one tenant's schema (shared tables remain reachable)."""
+        with self.tenant_connection(slug) as conn:
+            session = Session(bind=conn, expire_on_commit=False, join_transaction_mode="create_savepoint")
+            try:
+                yield session
+                session.commit()
+                if conn.in_transaction():
+                    conn.commit()
+            except BaseException:
+                session.rollback()
+                if conn.in_transaction():
+                    conn.rollback()
+                raise
+            finally:
+                session.close()
+
+
+def _install_sqlite_hooks(engine: Engine) -> None:
+    """WAL, a busy timeout, foreign keys, and BEGIN IMMEDIATE so writers queue instead of failing."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we emit BEGIN ourselves (SQLAlchemy's pysqlite recipe)
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _attach(conn: Any, schema: str, path: Path) -> None:
+    """ATTACH the tenant file under its schema name, outside any transaction."""
+    dbapi = conn.connection.dbapi_connection
+    attached = {row[1] for row in dbapi.execute("PRAGMA database_list").fetchall()}
+    if schema in attached:
+        return
+    extra = sorted(attached - {"main", "temp"})
+    if len(extra) >= _MAX_ATTACHED:
+        for name in extra:
+            dbapi.execute(f'DETACH DATABASE "{name}"')
+    # `schema` comes from schema_for(): validated, only [a-z0-9_]; the path is a bound parameter.
+    dbapi.execute(f'ATTACH DATABASE ? AS "{schema}"', (str(path),))
+    dbapi.execute(f'PRAGMA "{schema}".journal_mode=WAL')
+    dbapi.execute(f'PRAGMA "{schema}".synchronous=NORMAL')

@@ -1,0 +1,82 @@
+"""Configuration from `ALMANAC_*` environment variables (SPEC section 1).
+
+Nothing is built at import time: call `get_settings()` (or construct
+`Settings` in tests) and pass the result down.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRETS = {"changeme", "change-me", "secret", "changethis", ""}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ALMANAC_", extra="ignore")
+
+    database_url: str = "sqlite:///./var/almanac.db"
+    host: str = "127.0.0.1"
+    port: int = Field(default=8000, ge=1, le=65535)
+    secret_key: str | None = None
+    log_level: str = "info"
+    var_dir: Path = Path("./var")
+    # Size of the SQLAlchemy pool per process; tenants share it (no per-tenant connections).
+    pool_size: int = Field(default=10, ge=1, le=200)
+    # Lowest minimum interval between occurrences for a new tenant (SPEC section 5).
+    default_min_interval_seconds: int = Field(default=60, ge=1)
+    # Outbound webhooks may reach private and loopback addresses only when the operator says so.
+    allow_private_targets: bool = False
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = 25
+    smtp_from: str = "almanac@localhost"
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        value = value.lower()
+        if value not in {"debug", "info", "warning", "error", "critical"}:
+            raise ValueError("log level must be debug, info, warning, error or critical")
+        return value
+
+    @field_validator("secret_key")
+    @classmethod
+    def _no_placeholder(cls, value: str | None) -> str | None:
+        if value is not None and (value.strip().lower() in PLACEHOLDER_SECRETS or len(value) < 16):
+            raise ValueError("ALMANAC_SECRET_KEY must be at least 16 characters and not a placeholder")
+        return value
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def sqlite_dir(self) -> Path:
+        """Folder holding the main SQLite file and one file per tenant."""
+        path = self.database_url.split("///", 1)[1] if "///" in self.database_url else ""
+        if not path or path == ":memory:":
+            return self.var_dir
+        return Path(path).resolve().parent
+
+    def resolved_secret_key(self) -> str:
+        """The configured key, or one generated once and kept under `var_dir`."""
+        if self.secret_key:
+            return self.secret_key
+        keyfile = self.var_dir / "secret_key"
+        if keyfile.exists():
+            return keyfile.read_text().strip()
+        self.var_dir.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(48)
+        fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(key)
+        return key
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
