@@ -1,0 +1,11 @@
+"""Alembic environment for the shared schema; the connection is passed in by almanac.tenants.migrations."""
+
+from alembic import context
+
+from almanac.db import SharedBase
+import almanac.tenants.models  # noqa: F401  (registers the shared tables)
+
+connection = context.config.attributes["connection"]
+context.configure(connection=connection, target_metadata=SharedBase.metadata, render_as_batch=True)
+with context.begin_transaction():
+    context.run_migrations()

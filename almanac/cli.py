@@ -1,0 +1,213 @@
+"""The `almanac` command (SPEC section 2).
+
+Every wrong input ends with one line on stderr and exit status 2; nothing is half-created.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from almanac.db import Database
+from almanac.errors import AlmanacError
+from almanac.platform.clock import SystemClock
+from almanac.settings import Settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None)
+tenant_app = typer.Typer(no_args_is_help=True, help="Tenants: create, list.")
+user_app = typer.Typer(no_args_is_help=True, help="People in tenants.")
+token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
+app.add_typer(tenant_app, name="tenant")
+app.add_typer(user_app, name="user")
+app.add_typer(token_app, name="token")
+
+DEMO_SLUG, DEMO_EMAIL = "demo", "admin@demo.local"
+RoleOption = Annotated[str, typer.Option("--role", help="admin, editor or viewer")]
+
+
+class CliError(Exception):
+    """A one-line message for the person at the terminal (exit status 2)."""
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except Exception as exc:  # pydantic's message is long; keep its first useful line
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        raise CliError("configuration: " + " ".join(lines[1:3] or lines[:1])) from exc
+
+
+def _setup_logging(settings: Settings) -> None:
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+
+
+def _database() -> Database:
+    settings = _settings()
+    return Database(settings)
+
+
+@app.command()
+def migrate() -> None:
+    """Upgrade the shared schema and every tenant's schema."""
+    from almanac.tenants import registry
+
+    db = _database()
+    slugs = registry.migrate_all(db)
+    typer.echo(f"migrated the shared schema and {len(slugs)} tenant(s)")
+
+
+@app.command()
+def serve(
+    host: Annotated[Optional[str], typer.Option(help="address to bind [ALMANAC_HOST]")] = None,
+    port: Annotated[Optional[int], typer.Option(help="port [ALMANAC_PORT]", min=1, max=65535)] = None,
+    no_scheduler: Annotated[bool, typer.Option("--no-scheduler", help="serve the web UI and API only")] = False,
+    demo: Annotated[bool, typer.Option("--demo", help="migrate, and create the demo tenant if there is none")] = False,
+) -> None:
+    """Web UI + API, and the scheduler unless told not to."""
+    import uvicorn
+
+    from almanac.web.app import create_app
+    from almanac.worker import build_services
+
+    settings = _settings()
+    _setup_logging(settings)
+    services = build_services(settings)
+    if demo:
+        _ensure_demo(services.db)
+    app_ = create_app(settings, services=services, run_scheduler=not no_scheduler)
+    uvicorn.run(app_, host=host or settings.host, port=port or settings.port, log_level=settings.log_level)
+
+
+def _ensure_demo(db: Database) -> None:
+    from almanac.tenants import registry
+
+    registry.migrate_all(db)
+    if DEMO_SLUG in registry.list_slugs(db):
+        typer.echo(f"Demo tenant exists: sign in as {DEMO_EMAIL} (password printed on first start).")
+        return
+    created = registry.create_tenant(
+        db, DEMO_SLUG, admin_email=DEMO_EMAIL, admin_password=None, name="Demo",
+        min_interval_seconds=db.settings.default_min_interval_seconds, now=SystemClock().now(),
+    )
+    typer.echo("Created the demo tenant. Sign in at the address below with")
+    typer.echo(f"  email:    {created.admin_email}")
+    typer.echo(f"  password: {created.admin_password}")
+
+
+@app.command()
+def worker() -> None:
+    """The scheduler and script runner alone (run several for scale-out)."""
+    from almanac.worker import run_worker
+
+    settings = _settings()
+    _setup_logging(settings)
+    run_worker(settings)
+
+
+@tenant_app.command("create")
+def tenant_create(
+    slug: str,
+    admin_email: Annotated[str, typer.Option("--admin-email")],
+    admin_password: Annotated[Optional[str], typer.Option("--admin-password")] = None,
+    name: Annotated[Optional[str], typer.Option("--name")] = None,
+    min_interval_seconds: Annotated[Optional[int], typer.Option("--min-interval-seconds")] = None,
+) -> None:
+    """New tenant with its own schema and first admin."""
+    from almanac.tenants import registry
+
+    db = _database()
+    registry.migrations.upgrade_shared(db)
+    created = registry.create_tenant(
+        db, slug, admin_email=admin_email, admin_password=admin_password, name=name,
+        min_interval_seconds=(
+            db.settings.default_min_interval_seconds if min_interval_seconds is None else min_interval_seconds
+        ),
+        now=SystemClock().now(),
+    )
+    typer.echo(f"created tenant {created.slug} with admin {created.admin_email}")
+    if created.admin_password:
+        typer.echo(f"generated password: {created.admin_password}")
+
+
+@tenant_app.command("list")
+def tenant_list() -> None:
+    """Tenants, one a line."""
+    from almanac.tenants import registry
+
+    db = _database()
+    with db.shared_session() as session:
+        for tenant in registry.list_tenants(session):
+            typer.echo(f"{tenant.slug}\t{tenant.name}\tmin_interval={tenant.min_interval_seconds}s")
+
+
+@user_app.command("add")
+def user_add(
+    tenant: Annotated[str, typer.Option("--tenant")],
+    email: Annotated[str, typer.Option("--email")],
+    role: RoleOption,
+    password: Annotated[Optional[str], typer.Option("--password")] = None,
+) -> None:
+    """Adds a member."""
+    from almanac.tenants import people, registry
+
+    db = _database()
+    with db.shared_session() as session:
+        row = registry.get_tenant(session, tenant)
+        generated = people.add_member(session, row, email, role, password, now=SystemClock().now())
+    typer.echo(f"added {people.normalize_email(email)} to {tenant} as {role}")
+    if generated:
+        typer.echo(f"generated password: {generated}")
+
+
+@token_app.command("create")
+def token_create(
+    tenant: Annotated[str, typer.Option("--tenant")],
+    name: Annotated[str, typer.Option("--name")],
+    role: RoleOption,
+) -> None:
+    """Prints a new API token; the token alone is the last line."""
+    from almanac.tenants import auth, registry
+
+    db = _database()
+    with db.shared_session() as session:
+        row = registry.get_tenant(session, tenant)
+        token, plaintext = auth.create_token(session, row, name, role, now=SystemClock().now())
+        token_id = token.id
+    typer.echo(f"token {token_id} '{name}' ({role}) for {tenant}; it is shown only this once:")
+    typer.echo(plaintext)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        result = app(args=argv, standalone_mode=False)
+    except (AlmanacError, CliError) as exc:
+        _fail(getattr(exc, "message", None) or str(exc))
+    except Exception as exc:
+        # Typer's click (vendored in newer releases) raises its own classes; recognise them by shape.
+        name = type(exc).__name__
+        if name == "Exit":
+            sys.exit(getattr(exc, "exit_code", 0))
+        if name == "Abort":
+            _fail("aborted")
+        if name == "NoArgsIsHelpError":
+            print(exc.format_message(), file=sys.stderr)
+            sys.exit(2)
+        if hasattr(exc, "format_message"):
+            ctx = getattr(exc, "ctx", None)
+            hint = f" (try '{ctx.command_path} --help')" if ctx is not None else ""
+            _fail(exc.format_message().replace("\n", " ") + hint)
+        raise
+    if isinstance(result, int) and result:
+        sys.exit(result)
+
+
+def _fail(message: str) -> None:
+    print(f"almanac: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

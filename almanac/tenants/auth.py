@@ -1,0 +1,112 @@
+"""Who is asking: API tokens and passwords, resolved to a principal (tenant + role)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from almanac.errors import NotFound, Unauthorized, ValidationError
+from almanac.tenants import tokens
+from almanac.tenants.models import ROLES, ApiToken, Membership, Tenant, User
+from almanac.tenants.passwords import DUMMY_HASH, verify_password
+from almanac.tenants.people import check_role, normalize_email
+
+# Writing last_used_at on every request would turn reads into writes; a minute's precision is plenty.
+LAST_USED_PRECISION = timedelta(seconds=60)
+TOKEN_NAME_MAX = 200
+
+
+@dataclass(frozen=True)
+class Principal:
+    """A person or a program acting inside one tenant with one role."""
+
+    tenant_id: int
+    tenant_slug: str
+    tenant_name: str
+    min_interval_seconds: int
+    role: str
+    user_id: int | None = None
+    email: str | None = None
+    token_id: int | None = None
+
+    def has(self, role: str) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+
+def authenticate_token(session: Session, plaintext: str, *, now: datetime) -> Principal:
+    parts = tokens.split(plaintext.strip())
+    if parts is None:
+        raise Unauthorized("The API token is malformed.")
+    public_id, secret = parts
+    row = session.scalar(select(ApiToken).where(ApiToken.public_id == public_id))
+    if row is None or row.revoked_at is not None or not tokens.secret_matches(secret, row.secret_hash):
+        raise Unauthorized("The API token is unknown or revoked.")
+    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_PRECISION:
+        row.last_used_at = now
+    tenant = session.get(Tenant, row.tenant_id)
+    assert tenant is not None  # the foreign key cascades on delete
+    return _principal(tenant, row.role, token_id=row.id)
+
+
+def authenticate_password(session: Session, email: str, password: str) -> User:
+    try:
+        user = session.scalar(select(User).where(User.email == normalize_email(email)))
+    except ValidationError:
+        user = None
+    if user is None:
+        verify_password(DUMMY_HASH, password)  # same work either way
+        raise Unauthorized("Wrong email or password.")
+    if not verify_password(user.password_hash, password):
+        raise Unauthorized("Wrong email or password.")
+    return user
+
+
+def principal_for_member(session: Session, user_id: int, tenant_slug: str) -> Principal:
+    membership = session.scalar(
+        select(Membership).join(Tenant).where(Membership.user_id == user_id, Tenant.slug == tenant_slug)
+    )
+    if membership is None:
+        raise Unauthorized("You are not a member of this tenant.")
+    return _principal(membership.tenant, membership.role, user_id=user_id, email=membership.user.email)
+
+
+def _principal(tenant: Tenant, role: str, **who: object) -> Principal:
+    return Principal(
+        tenant_id=tenant.id,
+        tenant_slug=tenant.slug,
+        tenant_name=tenant.name,
+        min_interval_seconds=tenant.min_interval_seconds,
+        role=role,
+        **who,  # type: ignore[arg-type]
+    )
+
+
+def create_token(session: Session, tenant: Tenant, name: str, role: str, *, now: datetime) -> tuple[ApiToken, str]:
+    name = (name or "").strip()
+    if not name or len(name) > TOKEN_NAME_MAX:
+        raise ValidationError(f"A token name must be 1 to {TOKEN_NAME_MAX} characters.")
+    check_role(role)
+    minted = tokens.mint()
+    row = ApiToken(
+        tenant_id=tenant.id, name=name, role=role, public_id=minted.public_id,
+        secret_hash=minted.secret_hash, created_at=now,
+    )
+    session.add(row)
+    session.flush()
+    return row, minted.plaintext
+
+
+def list_tokens(session: Session, tenant_id: int) -> list[ApiToken]:
+    return list(session.scalars(select(ApiToken).where(ApiToken.tenant_id == tenant_id).order_by(ApiToken.id)))
+
+
+def revoke_token(session: Session, tenant_id: int, token_id: int, *, now: datetime) -> ApiToken:
+    row = session.scalar(select(ApiToken).where(ApiToken.id == token_id, ApiToken.tenant_id == tenant_id))
+    if row is None:
+        raise NotFound("No such token.")
+    if row.revoked_at is None:
+        row.revoked_at = now
+    return row

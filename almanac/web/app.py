@@ -1,0 +1,69 @@
+"""The FastAPI app factory: settings and services are built here, never at import time."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import pkgutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from almanac import __version__
+from almanac.settings import Settings, get_settings
+from almanac.web import errors, ops
+from almanac.worker import Services, build_services
+
+log = logging.getLogger("almanac.web")
+API_PREFIX = "/api/v1"
+
+
+def _api_routers() -> list[Any]:
+    """Every module of almanac.web.api that defines `router`, in name order."""
+    import almanac.web.api as api_package
+
+    routers = []
+    for info in sorted(pkgutil.iter_modules(api_package.__path__), key=lambda i: i.name):
+        module = importlib.import_module(f"{api_package.__name__}.{info.name}")
+        if hasattr(module, "router"):
+            routers.append(module.router)
+    return routers
+
+
+def _view_setup() -> Any:
+    """The browser UI registers itself if present (almanac.web.views.setup(app, services))."""
+    try:
+        views = importlib.import_module("almanac.web.views")
+    except ImportError:
+        return None
+    return getattr(views, "setup", None)
+
+
+def create_app(
+    settings: Settings | None = None, *, services: Services | None = None, run_scheduler: bool = False
+) -> FastAPI:
+    settings = settings or get_settings()
+    services = services or build_services(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if run_scheduler and services.scheduler is not None:
+            services.scheduler.start()
+        try:
+            yield
+        finally:
+            services.close()
+
+    app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan)
+    app.state.services = services
+    app.state.settings = settings
+    setup_views = _view_setup()
+    errors.install(app, getattr(setup_views, "page_error", None) if setup_views else None)
+    app.include_router(ops.router)
+    for router in _api_routers():
+        app.include_router(router, prefix=API_PREFIX)
+    if setup_views is not None:
+        setup_views(app, services)
+    return app
