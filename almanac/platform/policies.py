@@ -1,0 +1,148 @@
+"""Misfire, overlap, expiry, retry, lease and follow-up decisions.
+
+Every function here is pure: it takes the state it decides on and `now`, and
+returns a decision. The store applies decisions inside its transactions; the
+timer never decides anything itself. Tests drive these with a ManualClock.
+
+The numbers, in one place:
+
+- MISFIRE_GRACE_S = 60: an occurrence that starts less than a minute after its
+  time is merely late (busy workers), not missed; `misfire` applies beyond it.
+  Tenants' rules fire at most once a minute by default, so one grace period
+  never hides a whole occurrence.
+- LEASE_MARGIN_S = 30: a claimed run holds its lease for the script's timeout
+  plus this margin; only after that may another process declare it dead.
+- MAX_FOLLOW_UPS = 100: a chain of jobs made by `almanac.schedule.at` from one
+  root job may hold at most 100 follow-ups (the root is depth 0).
+- MAX_AHEAD = 366 days: a follow-up may not be planned further ahead.
+- MAX_SCHEDULE_AT_PER_RUN = 50: upserts one run may make.
+- MAX_MISSED_RECORDED = 100: skipped/expired history rows written for one
+  misfire; the rest are counted in a log line, not stored one by one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+MISFIRE_GRACE_S = 60
+LEASE_MARGIN_S = 30.0
+MAX_FOLLOW_UPS = 100
+MAX_AHEAD = timedelta(days=366)
+MAX_SCHEDULE_AT_PER_RUN = 50
+MAX_MISSED_RECORDED = 100
+MAX_BACKOFF_S = 24 * 3600
+
+MISFIRE_CHOICES = ("run_once", "run_all", "skip")
+OVERLAP_CHOICES = ("skip", "queue", "allow")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The timing policy of one schedule or job (SPEC sections 7 and 8)."""
+
+    misfire: str = "run_once"
+    catchup_window_s: int = 86400
+    overlap: str = "skip"
+    expire_after_s: int | None = None
+    max_attempts: int = 3
+    retry_backoff_s: int = 10
+
+    def __post_init__(self) -> None:
+        if self.misfire not in MISFIRE_CHOICES:
+            raise ValueError(f"misfire must be one of {MISFIRE_CHOICES}")
+        if self.overlap not in OVERLAP_CHOICES:
+            raise ValueError(f"overlap must be one of {OVERLAP_CHOICES}")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+
+
+@dataclass(frozen=True)
+class MisfirePlan:
+    """What to do with the times of a schedule that are due at `now`, oldest first."""
+
+    run: list[datetime] = field(default_factory=list)
+    skipped: list[datetime] = field(default_factory=list)  # coalesced or skipped misfires
+    expired: list[datetime] = field(default_factory=list)  # older than catchup_window_s
+
+
+def plan_misfire(policy: Policy, due_times: list[datetime], now: datetime) -> MisfirePlan:
+    """Split a schedule's due times (all <= now, ascending) into run / skipped / expired.
+
+    A time later than MISFIRE_GRACE_S is missed. Missed times older than the
+    catch-up window expire. Among the rest: `run_once` runs only the latest
+    (the others are recorded skipped: coalesced), `run_all` runs each in order,
+    `skip` runs only those that are not missed.
+    """
+    window = timedelta(seconds=policy.catchup_window_s)
+    grace = timedelta(seconds=MISFIRE_GRACE_S)
+    expired = [t for t in due_times if now - t > grace and now - t > window]
+    candidates = [t for t in due_times if t not in expired]
+    if policy.misfire == "run_all":
+        return MisfirePlan(run=candidates, expired=expired)
+    if policy.misfire == "run_once":
+        return MisfirePlan(run=candidates[-1:], skipped=candidates[:-1], expired=expired)
+    on_time = [t for t in candidates if now - t <= grace]
+    missed = [t for t in candidates if now - t > grace]
+    return MisfirePlan(run=on_time, skipped=missed, expired=expired)
+
+
+def is_expired(policy: Policy, scheduled_for: datetime, now: datetime, attempt: int) -> bool:
+    """`expire_after_s`: a first attempt not started this long after its time is not run.
+
+    Retries are exempt: their lateness is the platform's own backoff.
+    """
+    if policy.expire_after_s is None or attempt > 1:
+        return False
+    return (now - scheduled_for).total_seconds() > policy.expire_after_s
+
+
+def decide_overlap(policy: Policy, busy: bool, *, catch_up: bool = False) -> str:
+    """'run', 'skip' or 'queue' for an occurrence of a schedule whose previous run may still run.
+
+    Catch-up occurrences of `misfire=run_all` wait for each other ("each, in
+    order") whatever the overlap setting, except `allow`.
+    """
+    if not busy or policy.overlap == "allow":
+        return "run"
+    if policy.overlap == "queue" or catch_up:
+        return "queue"
+    return "skip"
+
+
+def retry_at(policy: Policy, status: str, attempt: int, now: datetime) -> datetime | None:
+    """When to try again after an attempt ended with `status`, or None for no retry.
+
+    The backoff doubles: retry_backoff_s after attempt 1, twice that after 2...
+    capped at a day so a large max_attempts cannot overflow.
+    """
+    if status not in ("failed", "timed_out", "memory_exceeded") or attempt >= policy.max_attempts:
+        return None
+    delay = min(policy.retry_backoff_s * (2 ** (attempt - 1)), MAX_BACKOFF_S)
+    return now + timedelta(seconds=delay)
+
+
+def lease_until(now: datetime, timeout_ms: int, margin_s: float = LEASE_MARGIN_S) -> datetime:
+    """End of a claim's lease: the script's own timeout plus a margin for the platform."""
+    return now + timedelta(milliseconds=timeout_ms) + timedelta(seconds=margin_s)
+
+
+def follow_up_problem(parent_depth: int | None, run_at: datetime, now: datetime, made_in_run: int) -> str | None:
+    """Why a script's `schedule.at` must be refused, or None if it may be planned.
+
+    `parent_depth` is the depth of the job whose run makes the follow-up (None
+    when a schedule's run makes it: that starts a new chain at depth 1).
+    """
+    if made_in_run >= MAX_SCHEDULE_AT_PER_RUN:
+        return f"a run may plan at most {MAX_SCHEDULE_AT_PER_RUN} jobs"
+    depth = 1 if parent_depth is None else parent_depth + 1
+    if depth > MAX_FOLLOW_UPS:
+        return f"a chain of jobs may hold at most {MAX_FOLLOW_UPS} follow-ups"
+    if run_at - now > MAX_AHEAD:
+        return f"a job may be planned at most {MAX_AHEAD.days} days ahead"
+    return None
+
+
+def claim_order(priority: int, due_at: datetime, occurrence_id: int) -> tuple[int, datetime, int]:
+    """Sort key among occurrences due together: higher priority first, then earlier, then older."""
+    return (-priority, due_at, occurrence_id)

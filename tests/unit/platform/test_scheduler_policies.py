@@ -1,0 +1,136 @@
+"""Every policy decision, as a pure function of (state, now), with a manual clock."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from almanac.platform import policies
+from almanac.platform.clock import ManualClock
+from almanac.platform.policies import Policy
+
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+
+
+def minutes(*offsets: int) -> list[datetime]:
+    return [T0 + timedelta(minutes=m) for m in offsets]
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+def test_on_time_occurrence_runs_whatever_the_misfire_policy(clock: ManualClock) -> None:
+    clock.advance(0.5)
+    for misfire in policies.MISFIRE_CHOICES:
+        plan = policies.plan_misfire(Policy(misfire=misfire), minutes(0), clock.now())
+        assert plan.run == minutes(0) and not plan.skipped and not plan.expired
+
+
+def test_a_little_late_is_not_a_misfire(clock: ManualClock) -> None:
+    clock.advance(policies.MISFIRE_GRACE_S - 1)
+    plan = policies.plan_misfire(Policy(misfire="skip"), minutes(0), clock.now())
+    assert plan.run == minutes(0)
+
+
+def test_run_once_runs_the_latest_missed_and_records_the_others_skipped(clock: ManualClock) -> None:
+    clock.advance(minutes=10)
+    plan = policies.plan_misfire(Policy(misfire="run_once"), minutes(*range(0, 11)), clock.now())
+    assert plan.run == minutes(10)
+    assert plan.skipped == minutes(*range(0, 10))
+    assert plan.expired == []
+
+
+def test_run_all_runs_each_missed_in_order(clock: ManualClock) -> None:
+    clock.advance(minutes=3)
+    plan = policies.plan_misfire(Policy(misfire="run_all"), minutes(0, 1, 2, 3), clock.now())
+    assert plan.run == minutes(0, 1, 2, 3)
+
+
+def test_skip_runs_only_what_is_not_missed(clock: ManualClock) -> None:
+    clock.advance(minutes=3, seconds=1)
+    plan = policies.plan_misfire(Policy(misfire="skip"), minutes(0, 1, 2, 3), clock.now())
+    assert plan.run == minutes(3)
+    assert plan.skipped == minutes(0, 1, 2)
+
+
+@pytest.mark.parametrize("misfire", policies.MISFIRE_CHOICES)
+def test_occurrences_older_than_the_catchup_window_expire(clock: ManualClock, misfire: str) -> None:
+    clock.advance(minutes=10)
+    plan = policies.plan_misfire(Policy(misfire=misfire, catchup_window_s=300), minutes(*range(0, 11)), clock.now())
+    assert plan.expired == minutes(0, 1, 2, 3, 4)
+    assert set(plan.run) | set(plan.skipped) == set(minutes(5, 6, 7, 8, 9, 10))
+
+
+def test_a_single_occurrence_missed_past_the_window_expires(clock: ManualClock) -> None:
+    clock.advance(hours=30)
+    plan = policies.plan_misfire(Policy(), minutes(0), clock.now())
+    assert plan.expired == minutes(0) and plan.run == []
+
+
+def test_expire_after_applies_to_first_attempts_only(clock: ManualClock) -> None:
+    policy = Policy(expire_after_s=30)
+    clock.advance(30)
+    assert not policies.is_expired(policy, T0, clock.now(), attempt=1)
+    clock.advance(1)
+    assert policies.is_expired(policy, T0, clock.now(), attempt=1)
+    assert not policies.is_expired(policy, T0, clock.now(), attempt=2)
+    assert not policies.is_expired(Policy(), T0, clock.now() + timedelta(days=9), attempt=1)
+
+
+@pytest.mark.parametrize(
+    ("overlap", "busy", "catch_up", "expected"),
+    [
+        ("skip", False, False, "run"),
+        ("skip", True, False, "skip"),
+        ("queue", True, False, "queue"),
+        ("allow", True, False, "run"),
+        ("skip", True, True, "queue"),
+        ("allow", True, True, "run"),
+    ],
+)
+def test_overlap(overlap: str, busy: bool, catch_up: bool, expected: str) -> None:
+    assert policies.decide_overlap(Policy(overlap=overlap), busy, catch_up=catch_up) == expected
+
+
+def test_retry_backoff_doubles_until_attempts_run_out(clock: ManualClock) -> None:
+    policy = Policy(max_attempts=4, retry_backoff_s=10)
+    now = clock.now()
+    assert policies.retry_at(policy, "failed", 1, now) == now + timedelta(seconds=10)
+    assert policies.retry_at(policy, "timed_out", 2, now) == now + timedelta(seconds=20)
+    assert policies.retry_at(policy, "memory_exceeded", 3, now) == now + timedelta(seconds=40)
+    assert policies.retry_at(policy, "failed", 4, now) is None
+    assert policies.retry_at(policy, "succeeded", 1, now) is None
+
+
+def test_backoff_is_capped() -> None:
+    policy = Policy(max_attempts=100, retry_backoff_s=3600)
+    assert policies.retry_at(policy, "failed", 60, T0) == T0 + timedelta(seconds=policies.MAX_BACKOFF_S)
+
+
+def test_lease_is_timeout_plus_margin() -> None:
+    assert policies.lease_until(T0, 1500, 30) == T0 + timedelta(seconds=31.5)
+
+
+def test_follow_up_guards(clock: ManualClock) -> None:
+    now = clock.now()
+    assert policies.follow_up_problem(None, now + timedelta(days=1), now, 0) is None
+    assert policies.follow_up_problem(policies.MAX_FOLLOW_UPS - 1, now, now, 0) is None
+    assert "chain" in policies.follow_up_problem(policies.MAX_FOLLOW_UPS, now, now, 0)
+    assert "days ahead" in policies.follow_up_problem(0, now + timedelta(days=367), now, 0)
+    assert "at most" in policies.follow_up_problem(0, now, now, policies.MAX_SCHEDULE_AT_PER_RUN)
+
+
+def test_priority_orders_claims_among_occurrences_due_together() -> None:
+    keys = [(1, T0, 3), (5, T0, 2), (5, T0 - timedelta(seconds=1), 9)]
+    ordered = sorted(keys, key=lambda k: policies.claim_order(*k))
+    assert ordered == [(5, T0 - timedelta(seconds=1), 9), (5, T0, 2), (1, T0, 3)]
+
+
+def test_policy_refuses_unknown_choices() -> None:
+    with pytest.raises(ValueError):
+        Policy(misfire="sometimes")
+    with pytest.raises(ValueError):
+        Policy(overlap="maybe")
