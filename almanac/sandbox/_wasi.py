@@ -1,0 +1,322 @@
+"""A deliberately tiny WASI preview1 host for the QuickJS reactor.
+
+We do not use wasmtime's own WASI (``Linker.define_wasi``) because it would
+hand the guest a real clock-sleeping ``poll_oneoff`` (a native call that epoch
+interruption cannot stop) and real file descriptors.  Here every import the
+module needs is a Python function we wrote, so the guest's whole view of the
+world is:
+
+* fd 0: an empty stdin; fd 1 and 2: the run's log buffer (capped);
+* fd 3: a read-only virtual directory ``/`` holding exactly one file,
+  ``script.js`` (the tenant's source), so QuickJS's module loader can load it;
+* fds ``BRIDGE_OUT``/``BRIDGE_IN``: the capability bridge (one JSON request
+  line written, one JSON reply line read);
+* a clock; no environment, no arguments, no other files, no network.
+
+The functions are registered once on a process-wide Linker and find the
+current run through a thread-local, so one InstancePre serves every thread.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from typing import Callable
+
+import wasmtime
+
+BRIDGE_OUT = 100  # guest writes requests here
+BRIDGE_IN = 101  # guest reads replies here
+ROOT_FD = 3
+SCRIPT_NAME = b"script.js"
+
+# WASI errno values (wasi_snapshot_preview1).
+ESUCCESS, EBADF, EINVAL, ENOENT, ENOTSUP, ESPIPE, ENOTCAPABLE = 0, 8, 28, 44, 58, 70, 76
+FILETYPE_CHAR, FILETYPE_DIR, FILETYPE_FILE = 2, 3, 4
+ALL_RIGHTS = (1 << 64) - 1
+
+
+class HostExit(Exception):
+    """Raised inside a host function to stop the guest (exit, host deadline).
+
+    wasmtime-py keeps the last callback exception in a process global, so the
+    exception object itself may surface in another thread; the reason is
+    therefore also recorded on the run's own ``RunIO`` and read from there.
+    """
+
+
+class RunIO:
+    """Everything one run's guest can read or write through WASI."""
+
+    def __init__(self, script: bytes, deadline: float, log_cap: int,
+                 on_request: Callable[[bytes], bytes]) -> None:
+        self.script = script
+        self.deadline = deadline  # time.monotonic() after which host calls stop the guest
+        self.log_cap = log_cap
+        self.logs = bytearray()
+        self.logs_truncated = False
+        self.on_request = on_request
+        self.request = bytearray()
+        self.reply = b""
+        self.files: dict[int, list] = {}  # fd -> [data, position]
+        self.next_fd = 10
+        self.memory: wasmtime.Memory | None = None
+        self.exit_reason: str | None = None
+
+    def log(self, data: bytes) -> None:
+        room = self.log_cap - len(self.logs)
+        if len(data) > room:
+            self.logs += data[:max(room, 0)]
+            self.logs_truncated = True
+        else:
+            self.logs += data
+
+    def stop(self, reason: str) -> None:
+        self.exit_reason = reason
+        raise HostExit(reason)
+
+
+_current = threading.local()
+
+
+def bind(io: RunIO | None) -> None:
+    """Make ``io`` the WASI world of the calling thread (None to clear)."""
+    _current.io = io
+
+
+def _io() -> RunIO:
+    return _current.io
+
+
+def _mem(caller: wasmtime.Caller) -> tuple[RunIO, wasmtime.Memory]:
+    io = _io()
+    if io.memory is None:
+        io.memory = caller.get("memory")
+    return io, io.memory
+
+
+def _put(caller, ptr: int, fmt: str, *values) -> None:
+    _mem(caller)[1].write(caller, struct.pack(fmt, *values), ptr)
+
+
+def _iovecs(caller, iovs: int, count: int) -> list[tuple[int, int]]:
+    raw = _mem(caller)[1].read(caller, iovs, iovs + 8 * count)
+    return [struct.unpack_from("<II", raw, 8 * i) for i in range(count)]
+
+
+def _check_deadline() -> None:
+    io = _io()
+    if time.monotonic() > io.deadline:
+        io.stop("timed_out")
+
+
+# --- the imports -----------------------------------------------------------
+
+def environ_sizes_get(caller, count_ptr, size_ptr):
+    _put(caller, count_ptr, "<I", 0)
+    _put(caller, size_ptr, "<I", 0)
+    return ESUCCESS
+
+
+def environ_get(caller, environ, buf):
+    return ESUCCESS
+
+
+def clock_time_get(caller, clock_id, precision, out_ptr):
+    # Realtime for Date, monotonic for everything else; nanoseconds.
+    now = time.time_ns() if clock_id == 0 else time.monotonic_ns()
+    _put(caller, out_ptr, "<Q", now)
+    return ESUCCESS
+
+
+def fd_close(caller, fd):
+    _io().files.pop(fd, None)
+    return ESUCCESS
+
+
+def fd_fdstat_get(caller, fd, ptr):
+    io = _io()
+    if fd in (0, 1, 2, BRIDGE_OUT, BRIDGE_IN):
+        kind = FILETYPE_CHAR
+    elif fd == ROOT_FD:
+        kind = FILETYPE_DIR
+    elif fd in io.files:
+        kind = FILETYPE_FILE
+    else:
+        return EBADF
+    _put(caller, ptr, "<BxHxxxxQQ", kind, 0, ALL_RIGHTS, ALL_RIGHTS)
+    return ESUCCESS
+
+
+def fd_fdstat_set_flags(caller, fd, flags):
+    return ENOTSUP
+
+
+def fd_prestat_get(caller, fd, ptr):
+    if fd != ROOT_FD:
+        return EBADF
+    _put(caller, ptr, "<BxxxI", 0, 1)  # a directory whose name is 1 byte long
+    return ESUCCESS
+
+
+def fd_prestat_dir_name(caller, fd, path, length):
+    if fd != ROOT_FD:
+        return EBADF
+    _mem(caller)[1].write(caller, b"/"[:length], path)
+    return ESUCCESS
+
+
+def fd_read(caller, fd, iovs, count, nread_ptr):
+    io, mem = _mem(caller)
+    if fd == BRIDGE_IN:
+        source = [io.reply, 0]
+    elif fd in io.files:
+        source = io.files[fd]
+    elif fd == 0:
+        source = [b"", 0]
+    else:
+        return EBADF
+    total = 0
+    for base, length in _iovecs(caller, iovs, count):
+        chunk = source[0][source[1]:source[1] + length]
+        mem.write(caller, chunk, base)
+        source[1] += len(chunk)
+        total += len(chunk)
+        if len(chunk) < length:
+            break
+    if fd == BRIDGE_IN:
+        io.reply = io.reply[source[1]:]
+    _put(caller, nread_ptr, "<I", total)
+    return ESUCCESS
+
+
+def fd_readdir(caller, fd, buf, length, cookie, used_ptr):
+    return ENOTSUP
+
+
+def fd_seek(caller, fd, offset, whence, out_ptr):
+    entry = _io().files.get(fd)
+    if entry is None:
+        return ESPIPE if fd in (0, 1, 2, BRIDGE_IN, BRIDGE_OUT) else EBADF
+    base = {0: 0, 1: entry[1], 2: len(entry[0])}.get(whence)
+    if base is None or base + offset < 0:
+        return EINVAL
+    entry[1] = base + offset
+    _put(caller, out_ptr, "<Q", entry[1])
+    return ESUCCESS
+
+
+def fd_write(caller, fd, iovs, count, nwritten_ptr):
+    io, mem = _mem(caller)
+    if fd not in (1, 2, BRIDGE_OUT):
+        return EBADF
+    data = b"".join(mem.read(caller, base, base + length)
+                    for base, length in _iovecs(caller, iovs, count))
+    if fd == BRIDGE_OUT:
+        _bridge_write(io, data)
+    else:
+        io.log(data)
+    _put(caller, nwritten_ptr, "<I", len(data))
+    _check_deadline()
+    return ESUCCESS
+
+
+def _bridge_write(io: RunIO, data: bytes) -> None:
+    """Collect a request line; answer each complete one into the reply buffer."""
+    io.request += data
+    while b"\n" in io.request:
+        line, _, rest = bytes(io.request).partition(b"\n")
+        io.request = bytearray(rest)
+        io.reply += io.on_request(line) + b"\n"
+
+
+def path_open(caller, dirfd, dirflags, path, path_len, oflags, rights, rights_inh, fdflags, fd_ptr):
+    io, mem = _mem(caller)
+    name = bytes(mem.read(caller, path, path + path_len))
+    if dirfd != ROOT_FD:
+        return EBADF
+    if name != SCRIPT_NAME:
+        return ENOENT
+    if oflags & 0b1110:  # O_CREAT / O_DIRECTORY / O_EXCL / O_TRUNC: read only here
+        return ENOTCAPABLE
+    fd = io.next_fd
+    io.next_fd += 1
+    io.files[fd] = [io.script, 0]
+    _put(caller, fd_ptr, "<I", fd)
+    return ESUCCESS
+
+
+def path_filestat_get(caller, fd, flags, path, path_len, buf):
+    return ENOTCAPABLE
+
+
+def _refuse(*_args):
+    return ENOTCAPABLE
+
+
+def poll_oneoff(caller, subs, events, count, nevents_ptr):
+    """Timers: sleep at most until the run's deadline, then stop the guest.
+
+    A guest sleeping in a host call cannot be interrupted by epochs, so the
+    host itself bounds the sleep.
+    """
+    io, mem = _mem(caller)
+    raw = mem.read(caller, subs, subs + 48 * count)
+    wait_ns, out = None, []
+    for i in range(count):
+        userdata, tag = struct.unpack_from("<QB", raw, 48 * i)
+        if tag == 0:  # clock
+            timeout, flags = struct.unpack_from("<Q", raw, 48 * i + 24)[0], raw[48 * i + 40]
+            clock_id = struct.unpack_from("<I", raw, 48 * i + 16)[0]
+            now = time.time_ns() if clock_id == 0 else time.monotonic_ns()
+            rel = timeout - now if flags & 1 else timeout
+            wait_ns = rel if wait_ns is None else min(wait_ns, rel)
+        out.append(struct.pack("<QHBxxxxxQHxxxxxx", userdata, 0, tag, 0, 0))
+    if wait_ns and wait_ns > 0 and len(out) == count:
+        remaining = io.deadline - time.monotonic()
+        time.sleep(max(0.0, min(wait_ns / 1e9, remaining + 0.001)))
+    _check_deadline()
+    mem.write(caller, b"".join(out), events)
+    _put(caller, nevents_ptr, "<I", len(out))
+    return ESUCCESS
+
+
+def proc_exit(caller, code):
+    _io().stop("exit")
+
+
+_I32, _I64 = wasmtime.ValType.i32(), wasmtime.ValType.i64()
+
+# name -> (python function, wasm parameter types, has an i32 result)
+IMPORTS: dict[str, tuple[Callable, str, bool]] = {
+    "environ_get": (environ_get, "ii", True),
+    "environ_sizes_get": (environ_sizes_get, "ii", True),
+    "clock_time_get": (clock_time_get, "iIi", True),
+    "fd_close": (fd_close, "i", True),
+    "fd_fdstat_get": (fd_fdstat_get, "ii", True),
+    "fd_fdstat_set_flags": (fd_fdstat_set_flags, "ii", True),
+    "fd_prestat_get": (fd_prestat_get, "ii", True),
+    "fd_prestat_dir_name": (fd_prestat_dir_name, "iii", True),
+    "fd_read": (fd_read, "iiii", True),
+    "fd_readdir": (fd_readdir, "iiiIi", True),
+    "fd_seek": (fd_seek, "iIii", True),
+    "fd_write": (fd_write, "iiii", True),
+    "path_create_directory": (_refuse, "iii", True),
+    "path_filestat_get": (path_filestat_get, "iiiii", True),
+    "path_filestat_set_times": (_refuse, "iiiiIIi", True),
+    "path_open": (path_open, "iiiiiIIii", True),
+    "path_remove_directory": (_refuse, "iii", True),
+    "path_rename": (_refuse, "iiiiii", True),
+    "path_unlink_file": (_refuse, "iii", True),
+    "poll_oneoff": (poll_oneoff, "iiii", True),
+    "proc_exit": (proc_exit, "i", False),
+}
+
+
+def define(linker: wasmtime.Linker) -> None:
+    """Register every WASI import the QuickJS reactor needs on ``linker``."""
+    for name, (func, params, has_result) in IMPORTS.items():
+        ty = wasmtime.FuncType([_I64 if p == "I" else _I32 for p in params],
+                               [_I32] if has_result else [])
+        linker.define_func("wasi_snapshot_preview1", name, ty, func, access_caller=True)

@@ -1,0 +1,227 @@
+"""Run one tenant script in a fresh QuickJS instance inside wasmtime.
+
+Each ``Sandbox.run`` builds a new Store and instance (nothing survives between
+runs), hands QuickJS the bootstrap as its entry module with the job in
+``scriptArgs``, and reads the outcome back through the capability bridge.
+
+Caps, all enforced by the host:
+* time: epoch interruption (``_engine``) plus a host-side check in every
+  WASI call that could block, so no JavaScript can outlive its deadline;
+* memory: ``Store.set_limits(memory_size=...)`` caps linear memory (wasmtime
+  refuses ``memory.grow``), and QuickJS's own heap limit sits under it so
+  most overruns surface as a clean ``out of memory``;
+* stack: wasmtime's ``max_wasm_stack`` (this WASI build of QuickJS does not
+  check its own stack depth), so deep recursion ends in a stack-overflow trap
+  that only discards this run's instance;
+* output, logs and values: measured in the bridge and the WASI host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+import threading
+import time
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import wasmtime
+
+from . import _engine, _wasi
+from ._bridge import Bridge
+from .capabilities import Capabilities, NullCapabilities
+from .limits import MIB, Limits
+
+STATIC_MEMORY = 4 * MIB  # QuickJS's data segments and 2 MB C stack, beyond the JS heap
+BASELINE_MEMORY = 34 * 64 * 1024  # the module's initial linear memory
+CHECK_LIMITS = Limits(timeout_ms=2000, memory_mb=64)
+
+_FRAME = re.compile(r"(?:/script\.js|<evalScript>):(\d+):(\d+)")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    status: str  # "succeeded" | "failed" | "timed_out" | "memory_exceeded"
+    output: Any
+    error: str | None
+    error_line: int | None
+    error_column: int | None
+    logs: str
+    duration_ms: int
+    error_stack: str | None = None
+
+
+@dataclass(frozen=True)
+class SyntaxProblem:
+    message: str
+    line: int
+    column: int
+
+
+class Sandbox:
+    """Runs scripts; thread-safe; cheap to call once constructed."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self._shared = _engine.acquire(cache_dir)
+        self._bootstrap = _load_bootstrap()
+        self._closed = False
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            _engine.release(self._shared)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def check_syntax(self, source: str) -> SyntaxProblem | None:
+        """Parse ``source`` as a module without running it."""
+        result = self._execute(source, {"mode": "check", "logBytes": 0}, CHECK_LIMITS, NullCapabilities())
+        if result.status == "succeeded":
+            return None
+        return SyntaxProblem(result.error or "invalid script", result.error_line or 1,
+                             result.error_column or 1)
+
+    def run(self, source: str, event: dict, limits: Limits, caps: Capabilities) -> RunResult:
+        """Run the script's default export on ``event``; never raises for the script's sake."""
+        job = {"mode": "run", "event": event, "logBytes": limits.log_bytes}
+        return self._execute(source, job, limits, caps)
+
+    def _execute(self, source: str, job: dict, limits: Limits, caps: Capabilities) -> RunResult:
+        if self._closed:
+            raise RuntimeError("sandbox is closed")
+        started = time.monotonic()
+        bridge = Bridge(caps, limits)
+        io = _wasi.RunIO(source.encode("utf-8", "surrogatepass"),
+                         started + limits.timeout_ms / 1000, limits.log_bytes, bridge.handle)
+        store = wasmtime.Store(self._shared.engine)
+        _wasi.bind(io)
+        try:
+            trap = self._enter(store, io, _argv(self._bootstrap, job, limits), limits)
+        finally:
+            _wasi.bind(None)
+            memory_used = _memory_size(store, io)
+            store.close()
+        return _outcome(bridge, io, trap, memory_used, limits, started)
+
+    def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, argv: list[bytes],
+               limits: Limits) -> BaseException | None:
+        store.set_limits(memory_size=limits.memory_mb * MIB + STATIC_MEMORY)
+        store.set_epoch_deadline(self._shared.ticker.ticks_until(io.deadline))
+        try:
+            instance = self._shared.pre.instantiate(store)
+            exports = instance.exports(store)
+            io.memory = exports["memory"]
+            exports["_initialize"](store)
+            argc, argv_ptr = _write_argv(store, exports, argv)
+            exports["qjs_init_argv"](store, argc, argv_ptr)
+        except Exception as exc:  # traps, HostExit (possibly another thread's), wasmtime errors
+            return exc
+        return None
+
+
+def _load_bootstrap() -> bytes:
+    text = resources.files(__package__).joinpath("bootstrap.js").read_text("utf-8")
+    # Comment-only lines cost parse time on every run; drop them.
+    return "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//")).encode()
+
+
+def _argv(bootstrap: bytes, job: dict, limits: Limits) -> list[bytes]:
+    return [b"qjs", b"--memory-limit", str(limits.memory_mb * MIB).encode(),
+            b"-m", b"-e", bootstrap,
+            json.dumps(job, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")]
+
+
+def _write_argv(store: wasmtime.Store, exports: Any, argv: list[bytes]) -> tuple[int, int]:
+    """Copy argv into guest memory as a C ``char **`` (one malloc for all)."""
+    blob = b"".join(a + b"\0" for a in argv)
+    table = 4 * len(argv)
+    base = exports["malloc"](store, table + len(blob))
+    pointers, offset = [], base + table
+    for arg in argv:
+        pointers.append(offset)
+        offset += len(arg) + 1
+    exports["memory"].write(store, struct.pack(f"<{len(argv)}I", *pointers) + blob, base)
+    return len(argv), base
+
+
+def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
+    try:
+        return io.memory.data_len(store) if io.memory is not None else 0
+    except Exception:
+        return 0
+
+
+def _outcome(bridge: Bridge, io: _wasi.RunIO, trap: BaseException | None, memory_used: int,
+             limits: Limits, started: float) -> RunResult:
+    logs = io.logs.decode("utf-8", "replace") + ("\n[truncated]" if io.logs_truncated else "")
+    elapsed = time.monotonic() - started
+    duration = int(elapsed * 1000)
+    # Linear memory that grew through most of the heap allowance: a failure
+    # now is the heap running out (QuickJS may even throw null when it cannot
+    # allocate the error itself).
+    near_cap = memory_used >= BASELINE_MEMORY + 0.75 * limits.memory_mb * MIB
+    if _timed_out(trap, io, elapsed, limits):
+        return _ended("timed_out", f"timed out after {limits.timeout_ms} ms", logs, duration)
+    if _is_oom(bridge.error) or (near_cap and bridge.result_json is None):
+        return _ended("memory_exceeded", f"memory limit of {limits.memory_mb} MB exceeded",
+                          logs, duration)
+    if bridge.error is not None:
+        return _failed(bridge.error, logs, duration)
+    if trap is not None:
+        return _ended("failed", _describe_trap(trap, io), logs, duration)
+    if bridge.result_json is None:
+        return _ended("failed", "the script ended without a result", logs, duration)
+    return _succeeded(bridge.result_json, limits, logs, duration)
+
+
+def _timed_out(trap: BaseException | None, io: _wasi.RunIO, elapsed: float, limits: Limits) -> bool:
+    if io.exit_reason == "timed_out":
+        return True
+    if isinstance(trap, wasmtime.Trap) and trap.trap_code == wasmtime.TrapCode.INTERRUPT:
+        return True
+    # A trap we cannot attribute (see _wasi.HostExit) past the deadline is a timeout.
+    return trap is not None and io.exit_reason is None and elapsed * 1000 >= limits.timeout_ms
+
+
+def _is_oom(error: dict | None) -> bool:
+    # "string too long": QuickJS concatenates by rope, so doubling a string
+    # reaches the 2**30 length cap before it touches the heap limit.
+    return bool(error) and error.get("name") == "InternalError" and str(
+        error.get("message")) in ("out of memory", "string too long")
+
+
+def _describe_trap(trap: BaseException, io: _wasi.RunIO) -> str:
+    if io.exit_reason == "exit":
+        return "the script called exit"
+    if isinstance(trap, wasmtime.Trap) and trap.trap_code == wasmtime.TrapCode.STACK_OVERFLOW:
+        return "RangeError: stack overflow"
+    return "InternalError: the interpreter stopped (wasm trap)"
+
+
+def _ended(status: str, error: str, logs: str, duration: int) -> RunResult:
+    return RunResult(status, None, error, None, None, logs, duration)
+
+
+def _failed(error: dict, logs: str, duration: int) -> RunResult:
+    stack = str(error.get("stack") or "")
+    frame = _FRAME.search(stack)
+    # Keep only the script's frames: the bootstrap's are noise to a tenant.
+    own = "\n".join(l for l in stack.splitlines() if "<cmdline>" not in l and "(native)" not in l)
+    message = f"{error.get('name', 'Error')}: {error.get('message', '')}"
+    return RunResult("failed", None, message, int(frame.group(1)) if frame else None,
+                     int(frame.group(2)) if frame else None, logs, duration, own or None)
+
+
+def _succeeded(output_json: str, limits: Limits, logs: str, duration: int) -> RunResult:
+    size = len(output_json.encode("utf-8", "surrogatepass"))
+    if size > limits.output_bytes:
+        return _ended("failed", f"output is {size} bytes, over the {limits.output_bytes}-byte limit",
+                      logs, duration)
+    return RunResult("succeeded", json.loads(output_json), None, None, None, logs, duration)
