@@ -1,0 +1,48 @@
+"""Prometheus metrics of the scheduler (SPEC section 13).
+
+Registered once per registry (the default one unless a test passes its own), so
+building several schedulers in one process does not register names twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+_LOCK = threading.Lock()
+_BY_REGISTRY: dict[int, SchedulerMetrics] = {}
+
+LAG_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0, 3600.0)
+DURATION_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+@dataclass(frozen=True)
+class SchedulerMetrics:
+    runs: Counter
+    duration: Histogram
+    start_lag: Histogram
+    backlog: Gauge
+
+    def set_backlog(self, tenant_backlogs: dict[str, int]) -> None:
+        # One gauge for the process: a label per tenant would grow with the tenants.
+        self.backlog.set(sum(tenant_backlogs.values()))
+
+
+def get_metrics(registry: CollectorRegistry | None = None) -> SchedulerMetrics:
+    registry = registry or REGISTRY
+    with _LOCK:
+        found = _BY_REGISTRY.get(id(registry))
+        if found is None:
+            found = SchedulerMetrics(
+                runs=Counter("almanac_runs", "Runs recorded, by status", ["status"], registry=registry),
+                duration=Histogram("almanac_run_duration_seconds", "Wall time of script runs",
+                                   buckets=DURATION_BUCKETS, registry=registry),
+                start_lag=Histogram("almanac_run_start_lag_seconds",
+                                    "Seconds between an occurrence's scheduled time and its start",
+                                    buckets=LAG_BUCKETS, registry=registry),
+                backlog=Gauge("almanac_due_backlog", "Occurrences due and not yet started", registry=registry),
+            )
+            _BY_REGISTRY[id(registry)] = found
+        return found

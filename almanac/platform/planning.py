@@ -1,0 +1,151 @@
+"""Planning occurrences inside a caller's transaction: schedules' next times and jobs' upserts.
+
+Used by the API's service (creating, changing, pausing schedules; jobs by key)
+and by the store (planning the next occurrence in the claim transaction,
+applying a run's `schedule.at` upserts in its finishing transaction). Inserts
+of occurrences are `ON CONFLICT DO NOTHING` on the unique keys, so any number of
+processes may plan the same time: one row survives.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Protocol
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from almanac.platform.models import (
+    ACTIVE_STATES, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, Job, Occurrence, Schedule,
+)
+
+O = Occurrence.__table__
+J = Job.__table__
+S = Schedule.__table__
+CATCH_UP_CAP = 2000  # occurrences considered by one misfire pass; the next pass takes the rest
+
+
+class Rules(Protocol):
+    """The recurrence operations the scheduler needs (filled by almanac.platform.recurrence)."""
+
+    def next_after(self, rrule: str, input_kind: str, after: datetime) -> datetime | None:
+        """The first occurrence strictly after `after`, or None."""
+
+    def times_between(self, rrule: str, input_kind: str, after: datetime, until: datetime, cap: int) -> list[datetime]:
+        """Occurrences in (after, until], ascending, at most `cap`."""
+
+
+class RecurrenceRules:
+    """Rules backed by the recurrence package; parsed rules are cached by their canonical text."""
+
+    @staticmethod
+    @lru_cache(maxsize=4096)
+    def _load(rrule: str, input_kind: str) -> Any:
+        from almanac.platform import recurrence
+
+        return recurrence.load(rrule, input_kind)
+
+    def next_after(self, rrule: str, input_kind: str, after: datetime) -> datetime | None:
+        from almanac.platform import recurrence
+
+        return recurrence.next_after(self._load(rrule, input_kind), after)
+
+    def times_between(self, rrule: str, input_kind: str, after: datetime, until: datetime, cap: int) -> list[datetime]:
+        from almanac.platform import recurrence
+
+        times = recurrence.occurrences(self._load(rrule, input_kind), after=after, count=cap)
+        return [t for t in times if t <= until]
+
+
+def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> bool:
+    """INSERT ... ON CONFLICT DO NOTHING, on SQLite and PostgreSQL alike; True if a row was added."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    # rowcount is not reliable here (psycopg reports -1): ask for the new key instead.
+    stmt = insert(table).values(**values).on_conflict_do_nothing().returning(*table.primary_key.columns)
+    return session.execute(stmt).first() is not None
+
+
+def occurrence_values(now: datetime, when: datetime, priority: int, trigger: str, **owner: Any) -> dict[str, Any]:
+    return dict(
+        scheduled_for=when, due_at=when, priority=priority, trigger=trigger, status=PLANNED,
+        attempt=0, created_at=now, **owner,
+    )
+
+
+def plan_next(session: Session, schedule: Any, after: datetime, now: datetime, rules: Rules) -> datetime | None:
+    """Plan the schedule's first occurrence strictly after `after`; record it as next_run_at."""
+    when = rules.next_after(schedule.rrule, schedule.input_kind, after)
+    if when is not None:
+        insert_ignore(session, O, occurrence_values(
+            now, when, schedule.priority, "schedule", schedule_id=schedule.id, schedule_version=schedule.version,
+        ))
+    session.execute(update(S).where(S.c.id == schedule.id).values(next_run_at=when))
+    return when
+
+
+def unplan_schedule(session: Session, schedule_id: int) -> None:
+    """Drop what is planned or queued for a schedule; a running attempt finishes on its own."""
+    session.execute(delete(O).where(O.c.schedule_id == schedule_id, O.c.status.in_((PLANNED, QUEUED))))
+    session.execute(update(S).where(S.c.id == schedule_id).values(next_run_at=None))
+
+
+def replan_schedule(session: Session, schedule: Schedule, now: datetime, rules: Rules) -> datetime | None:
+    """After a change of rule or timing (the caller bumped `version`): replace what is planned."""
+    session.flush()
+    unplan_schedule(session, schedule.id)
+    if not schedule.enabled:
+        return None
+    return plan_next(session, schedule, now, now, rules)
+
+
+def trigger_now(session: Session, schedule: Schedule, now: datetime) -> None:
+    """Plan an extra occurrence of the schedule at `now` (run now)."""
+    insert_ignore(session, O, occurrence_values(
+        now, now, schedule.priority, "trigger", schedule_id=schedule.id, schedule_version=schedule.version,
+    ))
+
+
+def upsert_job(
+    session: Session, key: str, fields: dict[str, Any], *, now: datetime,
+    depth: int = 0, root_key: str | None = None, created_by_run_id: int | None = None,
+) -> Job:
+    """Create or replace the job with this key (SPEC section 8).
+
+    `fields` holds script_id, run_at, payload (JSON text), expire_after_s,
+    max_attempts, priority. A new run_at replaces the planned occurrence; the
+    same run_at after the job ran plans nothing (the unique key on (job,
+    time) keeps a job from running twice for one time).
+    """
+    job = session.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
+    if job is None:
+        job = Job(key=key, state=JOB_PENDING, created_at=now, **fields)
+        session.add(job)
+        changed = True
+    else:
+        changed = job.run_at != fields["run_at"] or job.state == JOB_CANCELLED
+        for name, value in fields.items():
+            setattr(job, name, value)
+    job.root_key = root_key or key
+    job.depth, job.created_by_run_id, job.updated_at = depth, created_by_run_id, now
+    session.flush()
+    if changed:
+        session.execute(delete(O).where(O.c.job_id == job.id, O.c.status.in_((PLANNED, QUEUED))))
+        added = insert_ignore(session, O, occurrence_values(now, job.run_at, job.priority, "job", job_id=job.id))
+        job.state = JOB_PENDING if added else JOB_DONE
+    else:
+        session.execute(update(O).where(O.c.job_id == job.id, O.c.status == PLANNED).values(priority=job.priority))
+    return job
+
+
+def cancel_job(session: Session, job: Job, now: datetime) -> None:
+    session.execute(delete(O).where(O.c.job_id == job.id, O.c.status.in_((PLANNED, QUEUED))))
+    job.state, job.updated_at = JOB_CANCELLED, now
+
+
+def active_count(session: Session, *, schedule_id: int) -> int:
+    rows = session.execute(select(O.c.id).where(O.c.schedule_id == schedule_id, O.c.status.in_(ACTIVE_STATES)))
+    return len(rows.all())

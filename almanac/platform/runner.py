@@ -1,0 +1,47 @@
+"""How the platform reaches scripts: a small protocol that `almanac.worker` fills with the sandbox.
+
+The platform never imports the sandbox; tests fill the protocol with a Python callable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+OUTCOME_STATUSES = ("succeeded", "failed", "timed_out", "memory_exceeded")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    status: str
+    output: Any = None
+    error: str | None = None
+    error_line: int | None = None
+    error_column: int | None = None
+    logs: list[str] = field(default_factory=list)
+    duration_ms: int = 0
+
+
+class Runner(Protocol):
+    def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
+        """Run a script's default export on `event` within the limits; never raises for the script's faults."""
+
+    def check_syntax(self, source: str) -> tuple[str, int | None, int | None] | None:
+        """(message, line, column) of the first syntax error, or None."""
+
+
+class FunctionRunner:
+    """A Runner backed by a Python function `(source, event, caps) -> output` (tests, benchmarks)."""
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
+        try:
+            return RunOutcome("succeeded", output=self.fn(source, event, caps))
+        except Exception as exc:  # the "script" threw: that is a failed run, not ours
+            status = getattr(exc, "status", "failed")
+            return RunOutcome(status, error=f"{type(exc).__name__}: {exc}")
+
+    def check_syntax(self, source: str) -> tuple[str, int | None, int | None] | None:
+        return None

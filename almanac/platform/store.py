@@ -1,0 +1,121 @@
+"""The claim / finish / lease contract between the timer and the database.
+
+The timer knows only this protocol; `store_sql.SqlStore` implements it for SQLite
+and PostgreSQL with the same SQL. Any number of processes may call these methods
+for the same tenant at the same time: the database decides who runs what.
+
+Life of an occurrence (one planned time of a schedule or job):
+
+    planned --claim--> running --finish(succeeded / no retry left)--> done
+       ^                  |  \\--finish(retryable, attempts left)--> planned (due at backoff)
+       |                  \\--lease lapsed (process died)--> planned (new attempt) or done
+    queued (overlap=queue: waits for the running one; due again when it finishes or its lease ends)
+
+Each attempt is one row in `runs`, unique on (occurrence, attempt).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from almanac.platform.policies import Policy
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One attempt of one occurrence, leased to the caller until `lease_until`."""
+
+    tenant: str
+    occurrence_id: int
+    run_id: int
+    lease_token: str
+    lease_until: datetime
+    attempt: int
+    trigger: str
+    scheduled_for: datetime
+    claimed_at: datetime
+    schedule_id: int | None
+    job_id: int | None
+    job_key: str | None
+    job_depth: int | None  # None for a schedule's run (its follow-ups start a chain)
+    job_root: str | None
+    script_id: int
+    script_version: int
+    source: str
+    timeout_ms: int
+    memory_mb: int
+    payload: Any
+    policy: Policy  # snapshot taken at claim time: decides the retry on finish
+
+    def event(self, now_iso: str) -> dict[str, Any]:
+        """The event the script receives (SPEC section 6)."""
+        return {
+            "payload": self.payload,
+            "scheduledFor": self.scheduled_for.isoformat().replace("+00:00", "Z"),
+            "firedAt": now_iso,
+            "attempt": self.attempt,
+            "scheduleId": self.schedule_id,
+            "jobKey": self.job_key,
+            "runId": self.run_id,
+        }
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an attempt ended, as recorded on its run."""
+
+    status: str  # succeeded | failed | timed_out | memory_exceeded
+    started_at: datetime
+    output: Any = None
+    error: str | None = None
+    error_line: int | None = None
+    logs: list[str] = field(default_factory=list)
+    duration_ms: int = 0
+    reason: str | None = None
+
+
+@dataclass
+class ClaimBatch:
+    claims: list[Claim]
+    handled: int  # occurrences looked at (claimed, skipped, expired, queued, recovered...)
+    full: bool  # True when the limit was reached: more may be due right now
+    recorded: list[tuple[str, int]] = field(default_factory=list)  # (status, count) of non-run records
+
+
+class Store(Protocol):
+    def claim_due(self, tenant: str, now: datetime, limit: int) -> ClaimBatch:
+        """Claim up to `limit` runnable occurrences due at `now`, in one transaction.
+
+        Looks at occurrences whose `due_at <= now` (planned, queued, or running
+        with a lapsed lease), highest priority first. For each it applies the
+        policies: a lapsed lease fails the dead attempt and replans a retry;
+        misfire expands a late schedule occurrence into runs / skipped / expired
+        and plans the schedule's next occurrence; expiry, overlap and stale
+        versions are recorded. A runnable one is claimed by compare-and-set
+        (new attempt, new lease token, lease end = timeout + margin) and its run
+        row inserted; the unique keys make a second claim impossible.
+        """
+
+    def finish(self, claim: Claim, outcome: Outcome, effects: Any, now: datetime) -> bool:
+        """Record how the attempt ended, in one transaction, fenced by the lease token.
+
+        Applies only if the occurrence still holds `claim.lease_token` (else
+        returns False and changes nothing). On success the buffered effects
+        (kv writes, events, job upserts) are applied in the same transaction; a
+        retryable failure with attempts left replans the occurrence at the
+        backoff time. Occurrences queued behind this one become due.
+        """
+
+    def next_due_at(self, tenant: str) -> datetime | None:
+        """The earliest `due_at` of the tenant (one index lookup), or None."""
+
+    def backlog(self, tenant: str, now: datetime) -> int:
+        """How many occurrences are due at `now` and not yet running."""
+
+    def kv_read(self, tenant: str, key: str) -> Any:
+        """The committed value of a kv key (None when absent): a run's reads under its buffer."""
+
+    def kv_keys(self, tenant: str, prefix: str) -> list[str]:
+        """Committed kv keys starting with `prefix`, sorted."""

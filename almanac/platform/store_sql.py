@@ -1,0 +1,326 @@
+"""`Store` on SQL: the same statements on SQLite (embedded) and PostgreSQL (scale-out).
+
+Safety against several processes comes from the database, never from locks in
+memory: SQLite serializes writers (BEGIN IMMEDIATE); on PostgreSQL the due rows
+are read `FOR UPDATE SKIP LOCKED`, so two claimers take disjoint rows. Either
+way each claim is a compare-and-set on the occurrence (status and attempt as
+read) followed by the insert of its run row, unique on (occurrence, attempt).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.orm import Session
+
+from almanac.db import Database
+from almanac.platform import planning, policies
+from almanac.platform.effects import RunEffects
+from almanac.platform.models import (
+    DONE, JOB_CANCELLED, JOB_DONE, JOB_PENDING, KV, PLANNED, QUEUED, RUNNING,
+    Event, Job, Occurrence, Run, Schedule, Script, ScriptVersion,
+)
+from almanac.platform.store import Claim, ClaimBatch, Outcome
+
+log = logging.getLogger("almanac.scheduler")
+
+O, R, J, S = Occurrence.__table__, Run.__table__, Job.__table__, Schedule.__table__
+KVT, EV, SC, SV = KV.__table__, Event.__table__, Script.__table__, ScriptVersion.__table__
+
+ENDINGS = {
+    "succeeded": "the script returned",
+    "failed": "the script threw an error",
+    "timed_out": "the script ran over its time limit",
+    "memory_exceeded": "the script went over its memory limit",
+}
+
+
+def schedule_policy(row: Any) -> policies.Policy:
+    return policies.Policy(
+        misfire=row.misfire, catchup_window_s=row.catchup_window_s, overlap=row.overlap,
+        expire_after_s=row.expire_after_s, max_attempts=row.max_attempts, retry_backoff_s=row.retry_backoff_s,
+    )
+
+
+def job_policy(row: Any) -> policies.Policy:
+    return policies.Policy(overlap="allow", expire_after_s=row.expire_after_s, max_attempts=row.max_attempts)
+
+
+class _Batch:
+    """The rows one claim transaction works on, loaded with one query per table."""
+
+    def __init__(self, s: Session, rows: list[Any]) -> None:
+        sids = {r.schedule_id for r in rows if r.schedule_id is not None}
+        jids = {r.job_id for r in rows if r.job_id is not None}
+        self.schedules = {r.id: r for r in s.execute(select(S).where(S.c.id.in_(sids)))} if sids else {}
+        self.jobs = {r.id: r for r in s.execute(select(J).where(J.c.id.in_(jids)))} if jids else {}
+        script_ids = {r.script_id for r in [*self.schedules.values(), *self.jobs.values()]}
+        query = (
+            select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SV.c.version, SV.c.source)
+            .join(SV, (SV.c.script_id == SC.c.id) & (SV.c.version == SC.c.current_version))
+            .where(SC.c.id.in_(script_ids))
+        )
+        self.scripts = {r.id: r for r in s.execute(query)} if script_ids else {}
+        self.claims: list[Claim] = []
+        self.recorded: dict[str, int] = {}
+
+
+class SqlStore:
+    def __init__(self, db: Database, rules: planning.Rules | None = None, *, lease_margin_s: float | None = None):
+        self.db = db
+        self.rules = rules or planning.RecurrenceRules()
+        self.lease_margin_s = policies.LEASE_MARGIN_S if lease_margin_s is None else lease_margin_s
+        self.is_postgres = not db.is_sqlite
+
+    # -- claiming -------------------------------------------------------------------
+
+    def claim_due(self, tenant: str, now: datetime, limit: int) -> ClaimBatch:
+        with self.db.tenant_session(tenant) as s:
+            query = (
+                select(O).where(O.c.due_at <= now)
+                .order_by(O.c.priority.desc(), O.c.due_at, O.c.id).limit(limit)
+            )
+            if self.is_postgres:
+                query = query.with_for_update(skip_locked=True)
+            rows = s.execute(query).all()
+            batch = _Batch(s, rows)
+            for row in rows:
+                if row.status == RUNNING:
+                    row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
+                if row is None:
+                    continue
+                if row.schedule_id is not None:
+                    self._schedule_due(s, tenant, batch, row, now)
+                else:
+                    self._job_due(s, tenant, batch, row, now)
+        return ClaimBatch(batch.claims, len(rows), len(rows) >= limit, sorted(batch.recorded.items()))
+
+    def _cas(self, s: Session, row: Any, **values: Any) -> bool:
+        """Change an occurrence only if nobody changed it since we read it."""
+        cond = (O.c.id == row.id) & (O.c.status == row.status) & (O.c.attempt == row.attempt)
+        return s.execute(update(O).where(cond).values(**values)).rowcount == 1
+
+    def _drop(self, s: Session, row: Any) -> None:
+        s.execute(delete(O).where(O.c.id == row.id, O.c.status == row.status, O.c.attempt == row.attempt))
+
+    def _record(self, s: Session, batch: _Batch, row: Any, when: datetime, status: str, reason: str,
+                now: datetime, *, own: bool) -> None:
+        """A history row for an occurrence that did not run (skipped, expired, failed before start)."""
+        owner = batch.schedules.get(row.schedule_id) or batch.jobs.get(row.job_id)
+        s.execute(R.insert().values(
+            occurrence_id=row.id if own else None, schedule_id=row.schedule_id,
+            job_key=batch.jobs[row.job_id].key if row.job_id in batch.jobs else None,
+            script_id=owner.script_id if owner else None, trigger=row.trigger, scheduled_for=when,
+            created_at=now, finished_at=now, status=status, reason=reason[:200],
+            attempt=row.attempt + 1 if own else 1,
+        ))
+        batch.recorded[status] = batch.recorded.get(status, 0) + 1
+        log.info("run.%s", status, extra={"event": f"run.{status}", "occurrence_id": row.id,
+                                          "schedule_id": row.schedule_id, "scheduled_for": when.isoformat(),
+                                          "reason": reason})
+
+    def _finish_occurrence(self, s: Session, batch: _Batch, row: Any, now: datetime) -> None:
+        if self._cas(s, row, status=DONE, due_at=None, lease_token=None, lease_until=None):
+            if row.job_id is not None:
+                s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(
+                    state=JOB_DONE, updated_at=now))
+
+    def _recover(self, s: Session, batch: _Batch, row: Any, now: datetime) -> Any:
+        """A running attempt whose lease lapsed: its process died. Fail it, retry if attempts remain."""
+        owner = batch.schedules.get(row.schedule_id) if row.schedule_id else batch.jobs.get(row.job_id)
+        max_attempts = owner.max_attempts if owner is not None else row.attempt
+        retry = row.attempt < max_attempts
+        cond = (O.c.id == row.id) & (O.c.status == RUNNING) & (O.c.lease_token == row.lease_token)
+        values = dict(status=PLANNED, due_at=now) if retry else dict(status=DONE, due_at=None)
+        if s.execute(update(O).where(cond).values(lease_token=None, lease_until=None, **values)).rowcount != 1:
+            return None
+        reason = "its lease lapsed: the process running it stopped" + (", retried" if retry else "")
+        s.execute(update(R).where(R.c.occurrence_id == row.id, R.c.attempt == row.attempt,
+                                  R.c.status == RUNNING).values(status="failed", reason=reason, finished_at=now))
+        if not retry and row.job_id is not None:
+            s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(state=JOB_DONE))
+        if row.schedule_id is not None:
+            self._release_queued(s, row.schedule_id, now)
+        batch.recorded["lease_lapsed"] = batch.recorded.get("lease_lapsed", 0) + 1
+        log.warning("run.lease_lapsed", extra={"event": "run.lease_lapsed", "occurrence_id": row.id,
+                                                "attempt": row.attempt, "retry": retry})
+        return s.execute(select(O).where(O.c.id == row.id)).one() if retry else None
+
+    def _release_queued(self, s: Session, schedule_id: int, now: datetime) -> None:
+        s.execute(update(O).where(O.c.schedule_id == schedule_id, O.c.status == QUEUED).values(due_at=now))
+
+    def _schedule_due(self, s: Session, tenant: str, batch: _Batch, row: Any, now: datetime) -> None:
+        sch = batch.schedules.get(row.schedule_id)
+        if sch is None or not sch.enabled or row.schedule_version != sch.version:
+            self._drop(s, row)  # planned under an old rule, or the schedule is gone / paused
+            return
+        policy = schedule_policy(sch)
+        if row.status == PLANNED and row.trigger == "schedule" and row.attempt == 0:
+            if not self._expand_misfire(s, batch, row, sch, policy, now):
+                return
+        if policies.is_expired(policy, row.scheduled_for, now, row.attempt + 1):
+            self._record(s, batch, row, row.scheduled_for, "expired", "not started within expire_after_s", now,
+                         own=True)
+            self._finish_occurrence(s, batch, row, now)
+            return
+        busy = s.execute(select(func.min(O.c.lease_until)).where(
+            O.c.schedule_id == sch.id, O.c.status == RUNNING, O.c.id != row.id)).scalar()
+        decision = policies.decide_overlap(policy, busy is not None, catch_up=row.trigger == "catchup")
+        if decision == "skip":
+            self._record(s, batch, row, row.scheduled_for, "skipped", "the previous run was still running", now,
+                         own=True)
+            self._finish_occurrence(s, batch, row, now)
+        elif decision == "queue":
+            self._cas(s, row, status=QUEUED, due_at=busy)
+        else:
+            self._claim(s, tenant, batch, row, sch, policy, now)
+
+    def _expand_misfire(self, s: Session, batch: _Batch, row: Any, sch: Any, policy: policies.Policy,
+                        now: datetime) -> bool:
+        """Apply `misfire` to the schedule's times up to now and plan its next occurrence.
+
+        Returns True when this occurrence itself is to run.
+        """
+        later = self.rules.times_between(sch.rrule, sch.input_kind, row.scheduled_for, now, planning.CATCH_UP_CAP)
+        due = [row.scheduled_for, *later]
+        plan = policies.plan_misfire(policy, due, now)
+        for status, times, reason in (
+            ("expired", plan.expired, "older than catchup_window_s when the platform came back"),
+            ("skipped", plan.skipped, f"missed while the platform was down (misfire={policy.misfire})"),
+        ):
+            for when in times[: policies.MAX_MISSED_RECORDED]:
+                self._record(s, batch, row, when, status, reason, now, own=when == row.scheduled_for)
+            if len(times) > policies.MAX_MISSED_RECORDED:
+                log.warning("run.missed_not_recorded", extra={"event": "run.missed_not_recorded",
+                            "schedule_id": sch.id, "status": status, "count": len(times)})
+        for when in plan.run:
+            if when != row.scheduled_for:
+                values = planning.occurrence_values(
+                    now, when, sch.priority, "catchup", schedule_id=sch.id, schedule_version=sch.version)
+                planning.insert_ignore(s, O, {**values, "due_at": now})  # due at once, oldest first
+        planning.plan_next(s, sch, due[-1], now, self.rules)
+        if row.scheduled_for in plan.run:
+            return True
+        self._finish_occurrence(s, batch, row, now)
+        return False
+
+    def _job_due(self, s: Session, tenant: str, batch: _Batch, row: Any, now: datetime) -> None:
+        job = batch.jobs.get(row.job_id)
+        if job is None or job.state == JOB_CANCELLED or job.run_at != row.scheduled_for:
+            self._drop(s, row)  # replaced by a newer upsert, or cancelled
+            return
+        policy = job_policy(job)
+        if policies.is_expired(policy, row.scheduled_for, now, row.attempt + 1):
+            self._record(s, batch, row, row.scheduled_for, "expired", "not started within expire_after_s", now,
+                         own=True)
+            self._finish_occurrence(s, batch, row, now)
+            return
+        self._claim(s, tenant, batch, row, job, policy, now)
+
+    def _claim(self, s: Session, tenant: str, batch: _Batch, row: Any, owner: Any, policy: policies.Policy,
+               now: datetime) -> None:
+        script = batch.scripts.get(owner.script_id)
+        if script is None:
+            self._record(s, batch, row, row.scheduled_for, "failed", "its script was deleted", now, own=True)
+            self._finish_occurrence(s, batch, row, now)
+            return
+        token, attempt = uuid.uuid4().hex, row.attempt + 1
+        lease = policies.lease_until(now, script.timeout_ms, self.lease_margin_s)
+        if not self._cas(s, row, status=RUNNING, attempt=attempt, lease_token=token, lease_until=lease, due_at=lease):
+            return
+        is_job = row.job_id is not None
+        run_id = s.execute(R.insert().values(
+            occurrence_id=row.id, schedule_id=row.schedule_id, job_key=owner.key if is_job else None,
+            script_id=script.id, script_version=script.version, trigger=row.trigger,
+            scheduled_for=row.scheduled_for, created_at=now, started_at=now, status=RUNNING,
+            attempt=attempt, lease_token=token,
+        )).inserted_primary_key[0]
+        s.execute(update(O).where(O.c.id == row.id).values(run_id=run_id))
+        batch.claims.append(Claim(
+            tenant=tenant, occurrence_id=row.id, run_id=run_id, lease_token=token, lease_until=lease,
+            attempt=attempt, trigger=row.trigger, scheduled_for=row.scheduled_for, claimed_at=now,
+            schedule_id=row.schedule_id, job_id=row.job_id, job_key=owner.key if is_job else None,
+            job_depth=owner.depth if is_job else None, job_root=owner.root_key if is_job else None,
+            script_id=script.id, script_version=script.version, source=script.source,
+            timeout_ms=script.timeout_ms, memory_mb=script.memory_mb, payload=json.loads(owner.payload),
+            policy=policy,
+        ))
+
+    # -- finishing --------------------------------------------------------------------
+
+    def finish(self, claim: Claim, outcome: Outcome, effects: RunEffects | None, now: datetime) -> bool:
+        retry = policies.retry_at(claim.policy, outcome.status, claim.attempt, now)
+        reason = outcome.reason or ENDINGS.get(outcome.status, outcome.status)
+        if retry is not None:
+            reason += f"; retry {claim.attempt + 1} of {claim.policy.max_attempts} at {retry.isoformat()}"
+        with self.db.tenant_session(claim.tenant) as s:
+            cond = (O.c.id == claim.occurrence_id) & (O.c.lease_token == claim.lease_token) & (O.c.status == RUNNING)
+            values = dict(status=PLANNED, due_at=retry) if retry else dict(status=DONE, due_at=None)
+            if s.execute(update(O).where(cond).values(lease_token=None, lease_until=None, **values)).rowcount != 1:
+                log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
+                return False  # our lease lapsed and someone else took over: apply nothing
+            s.execute(update(R).where(R.c.id == claim.run_id, R.c.lease_token == claim.lease_token).values(
+                status=outcome.status, reason=reason[:200], started_at=outcome.started_at, finished_at=now,
+                output=None if outcome.output is None else json.dumps(outcome.output),
+                error=outcome.error, error_line=outcome.error_line,
+                logs=json.dumps(outcome.logs), duration_ms=outcome.duration_ms,
+            ))
+            if outcome.status == "succeeded" and effects is not None:
+                self._apply(s, claim, effects, now)
+            if claim.schedule_id is not None:
+                self._release_queued(s, claim.schedule_id, now)
+            if claim.job_id is not None and retry is None:
+                s.execute(update(J).where(J.c.id == claim.job_id, J.c.state == JOB_PENDING,
+                                          J.c.run_at == claim.scheduled_for).values(state=JOB_DONE, updated_at=now))
+        return True
+
+    def _apply(self, s: Session, claim: Claim, effects: RunEffects, now: datetime) -> None:
+        """The run's buffered effects, in its finishing transaction."""
+        writes, deletes = effects.kv_changes()
+        if deletes:
+            s.execute(delete(KVT).where(KVT.c.key.in_(deletes)))
+        for key, value in writes.items():
+            self._kv_upsert(s, key, value, now)
+        for topic, data in effects.events:
+            s.execute(EV.insert().values(run_id=claim.run_id, topic=topic, data=data, created_at=now, attempts=0))
+        depth = 1 if claim.job_depth is None else claim.job_depth + 1
+        for job in effects.jobs.values():
+            fields = dict(script_id=claim.script_id, run_at=job.run_at, payload=job.payload_json,
+                          expire_after_s=None, max_attempts=claim.policy.max_attempts, priority=0)
+            planning.upsert_job(s, job.key, fields, now=now, depth=depth,
+                                root_key=claim.job_root or job.key, created_by_run_id=claim.run_id)
+
+    def _kv_upsert(self, s: Session, key: str, value: str, now: datetime) -> None:
+        if self.is_postgres:
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        stmt = insert(KVT).values(key=key, value=value, updated_at=now)
+        s.execute(stmt.on_conflict_do_update(index_elements=[KVT.c.key], set_=dict(value=value, updated_at=now)))
+
+    # -- reading ----------------------------------------------------------------------
+
+    def next_due_at(self, tenant: str) -> datetime | None:
+        with self.db.tenant_session(tenant) as s:
+            return s.execute(select(func.min(O.c.due_at))).scalar()
+
+    def backlog(self, tenant: str, now: datetime) -> int:
+        with self.db.tenant_session(tenant) as s:
+            return s.execute(select(func.count()).select_from(O).where(
+                O.c.due_at <= now, O.c.status.in_((PLANNED, QUEUED)))).scalar_one()
+
+    def kv_read(self, tenant: str, key: str) -> Any:
+        with self.db.tenant_session(tenant) as s:
+            value = s.execute(select(KVT.c.value).where(KVT.c.key == key)).scalar()
+        return None if value is None else json.loads(value)
+
+    def kv_keys(self, tenant: str, prefix: str) -> list[str]:
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        with self.db.tenant_session(tenant) as s:
+            rows = s.execute(select(KVT.c.key).where(KVT.c.key.like(escaped + "%", escape="\\")).order_by(KVT.c.key))
+            return [r[0] for r in rows]

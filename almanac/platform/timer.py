@@ -1,0 +1,230 @@
+"""The timer: per tenant, claim what is due, run it, record it, sleep until the next due time.
+
+One loop thread keeps, for every tenant, the time it next needs attention
+(background/000's timer per tenant, without a thread per tenant). Ticking a
+tenant claims due occurrences from the store (which plans the next ones in the
+same transaction) and hands the claims to a thread pool: script runs release
+the GIL, and the server's event loop is never blocked. After a tick the tenant
+sleeps until its earliest `due_at`, at most `idle_s` so that changes made by
+other processes are seen on SQLite (PostgreSQL LISTEN/NOTIFY will call `wake`).
+
+Nothing here decides policy or holds schedules: the database is the truth and
+any number of processes may run this loop for the same tenants.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from typing import Any
+
+from almanac.platform.clock import Clock
+from almanac.platform.effects import RunEffects
+from almanac.platform.metrics import SchedulerMetrics, get_metrics
+from almanac.platform.runner import Runner, RunOutcome
+from almanac.platform.store import Claim, Outcome, Store
+
+log = logging.getLogger("almanac.scheduler")
+
+
+def default_workers() -> int:
+    return max(2, os.cpu_count() or 2)
+
+
+class Scheduler:
+    def __init__(
+        self, store: Store, runner: Runner, clock: Clock, tenants: Callable[[], Iterable[str]], *,
+        workers: int | None = None, metrics: SchedulerMetrics | None = None,
+        idle_s: float = 5.0, tenants_every_s: float = 5.0,
+    ) -> None:
+        self.store, self.runner, self.clock, self.tenants = store, runner, clock, tenants
+        self.workers = workers or default_workers()
+        # Claim up to twice the pool: the next claims wait in the pool's queue, not in the database.
+        self.capacity = self.workers * 2
+        self.metrics = metrics or get_metrics()
+        self.idle = timedelta(seconds=idle_s)
+        self.tenants_every = timedelta(seconds=tenants_every_s)
+        self._cond = threading.Condition()
+        self._wakes: dict[str, datetime] = {}
+        self._starved: set[str] = set()
+        self._backlogs: dict[str, int] = {}
+        self._inflight = 0
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- life cycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._stopping = False
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="almanac-run")
+        self._thread = threading.Thread(target=self._loop, name="almanac-timer", daemon=True)
+        self._thread.start()
+        log.info("scheduler.started", extra={"event": "scheduler.started", "workers": self.workers})
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop claiming; let running scripts finish and record (their leases would cover a crash)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=False)
+            self._pool = None
+        log.info("scheduler.stopped", extra={"event": "scheduler.stopped"})
+
+    def wake(self, tenant: str) -> None:
+        """Something changed for this tenant (a schedule, a job): look at it now."""
+        with self._cond:
+            self._wakes[tenant] = self.clock.now()
+            self._cond.notify_all()
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        next_tenants = self.clock.now()
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return
+            now = self.clock.now()
+            if now >= next_tenants:
+                self._refresh_tenants(now)
+                next_tenants = now + self.tenants_every
+            for tenant in [t for t, at in list(self._wakes.items()) if at <= now]:
+                self._wakes[tenant] = self._tick_safely(tenant, now)
+            with self._cond:
+                if self._stopping:
+                    return
+                soonest = min([*self._wakes.values(), next_tenants, now + self.idle])
+                delay = (soonest - self.clock.now()).total_seconds()
+                if delay > 0:
+                    self._cond.wait(delay)
+
+    def _refresh_tenants(self, now: datetime) -> None:
+        try:
+            known = set(self.tenants())
+        except Exception:
+            log.exception("scheduler.tenants_failed", extra={"event": "scheduler.tenants_failed"})
+            return
+        with self._cond:
+            for tenant in known - self._wakes.keys():
+                self._wakes[tenant] = now
+            for tenant in self._wakes.keys() - known:
+                del self._wakes[tenant]
+                self._backlogs.pop(tenant, None)
+
+    def _tick_safely(self, tenant: str, now: datetime) -> datetime:
+        try:
+            return self._tick(tenant, now)
+        except Exception:
+            log.exception("scheduler.tick_failed", extra={"event": "scheduler.tick_failed", "tenant": tenant})
+            return now + timedelta(seconds=1)
+
+    def _tick(self, tenant: str, now: datetime) -> datetime:
+        """Claim what is due for one tenant; return when to look at it again."""
+        with self._cond:
+            free = self.capacity - self._inflight
+            if free <= 0:
+                self._starved.add(tenant)  # a finishing run wakes it
+                return now + self.idle
+            self._inflight += free  # reserve the slots while the claim runs
+        try:
+            batch = self.store.claim_due(tenant, now, free)
+        finally:
+            with self._cond:
+                self._inflight -= free
+        self._count_records(batch.recorded)
+        for claim in batch.claims:
+            with self._cond:
+                self._inflight += 1
+            assert self._pool is not None
+            self._pool.submit(self._execute, claim)
+        if batch.full:
+            return now
+        self._backlogs[tenant] = self.store.backlog(tenant, now)
+        self.metrics.set_backlog(self._backlogs)
+        due = self.store.next_due_at(tenant)
+        return min(due, now + self.idle) if due is not None else now + self.idle
+
+    def _count_records(self, recorded: list[tuple[str, int]]) -> None:
+        for status, count in recorded:
+            if status != "lease_lapsed":
+                self.metrics.runs.labels(status=status).inc(count)
+
+    # -- one run ------------------------------------------------------------------------
+
+    def _execute(self, claim: Claim) -> None:
+        try:
+            self.run_claim(claim)
+        except Exception:
+            log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": claim.run_id})
+        finally:
+            with self._cond:
+                self._inflight -= 1
+                now = self.clock.now()
+                for tenant in self._starved:
+                    self._wakes[tenant] = now
+                self._starved.clear()
+                self._cond.notify_all()
+
+    def run_claim(self, claim: Claim) -> bool:
+        """Run one claimed attempt and record it; True if the record applied (lease still held)."""
+        started = self.clock.now()
+        self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
+        effects = RunEffects(
+            lambda key: self.store.kv_read(claim.tenant, key),
+            lambda prefix: self.store.kv_keys(claim.tenant, prefix),
+            now=started, job_depth=claim.job_depth,
+        )
+        event = claim.event(started.isoformat().replace("+00:00", "Z"))
+        t0 = self.clock.monotonic()
+        try:
+            result = self.runner.run(claim.source, event, claim.timeout_ms, claim.memory_mb, effects)
+        except Exception as exc:  # the runner itself broke: the run failed, the platform goes on
+            log.exception("run.runner_failed", extra={"event": "run.runner_failed", "run_id": claim.run_id})
+            result = RunOutcome("failed", error=f"the platform could not run the script: {type(exc).__name__}")
+        elapsed = self.clock.monotonic() - t0
+        outcome = _outcome(result, started, elapsed)
+        applied = self.store.finish(claim, outcome, effects, self.clock.now())
+        self.metrics.runs.labels(status=outcome.status if applied else "fenced").inc()
+        self.metrics.duration.observe(elapsed)
+        log.info("run.finished", extra={
+            "event": "run.finished", "tenant": claim.tenant, "run_id": claim.run_id,
+            "schedule_id": claim.schedule_id, "job_key": claim.job_key, "attempt": claim.attempt,
+            "status": outcome.status, "applied": applied, "duration_ms": outcome.duration_ms,
+            "lag_s": round((started - claim.scheduled_for).total_seconds(), 3),
+        })
+        if applied and (effects.jobs or claim.schedule_id is not None):
+            self._wake_soon(claim.tenant)  # follow-ups or queued occurrences may be due now
+        return applied
+
+    def _wake_soon(self, tenant: str) -> None:
+        if self._thread is not None:
+            self.wake(tenant)
+
+    # -- synchronous use (tests, `run now`) ------------------------------------------------
+
+    def tick(self, tenant: str, limit: int = 100) -> list[Claim]:
+        """Claim what is due now and run it in this thread; for tests with a manual clock."""
+        batch = self.store.claim_due(tenant, self.clock.now(), limit)
+        self._count_records(batch.recorded)
+        for claim in batch.claims:
+            self.run_claim(claim)
+        return batch.claims
+
+
+def _outcome(result: Any, started: datetime, elapsed_s: float) -> Outcome:
+    duration = result.duration_ms or int(elapsed_s * 1000)
+    return Outcome(
+        status=result.status, started_at=started, output=result.output, error=result.error,
+        error_line=result.error_line, logs=list(result.logs or []), duration_ms=duration,
+    )
