@@ -1,0 +1,24 @@
+import pytest
+
+from almanac.sandbox import InMemoryCapabilities, Limits, NullCapabilities, Sandbox
+
+
+@pytest.fixture(scope="session")
+def sandbox():
+    with Sandbox() as box:
+        yield box
+
+
+@pytest.fixture
+def run(sandbox):
+    """run(source, event=None, caps=None, **limits) -> RunResult"""
+
+    def _run(source, event=None, caps=None, **limits):
+        return sandbox.run(source, event or {}, Limits(**limits), caps or NullCapabilities())
+
+    return _run
+
+
+@pytest.fixture
+def caps():
+    return InMemoryCapabilities()
