@@ -1,0 +1,167 @@
+"""The capability bridge: every host function a script can call, and isolation.
+
+Each test that exercises a bridge op or a WASI import says so with
+``@covers(...)``; ``test_every_host_function_has_a_test`` keeps the registry
+and the tests in step.
+"""
+
+import re
+from pathlib import Path
+
+from almanac.sandbox import CapabilityError, InMemoryCapabilities, Limits
+from almanac.sandbox import _bridge, _wasi
+
+
+def covers(*names):
+    def mark(test):
+        return test
+    return mark
+
+
+@covers("kv.get", "kv.set")
+def test_kv_set_then_get_round_trips_json(run, caps):
+    r = run("""export default async () => {
+      await almanac.kv.set('a', {n: 1, s: 'é', l: [true, null]});
+      return [await almanac.kv.get('a'), await almanac.kv.get('missing')];
+    }""", caps=caps)
+    assert r.output == [{"n": 1, "s": "é", "l": [True, None]}, None]
+    assert caps.kv == {"a": {"n": 1, "s": "é", "l": [True, None]}}
+
+
+@covers("kv.delete", "kv.list")
+def test_kv_delete_and_list_by_prefix(run):
+    caps = InMemoryCapabilities({"user:1": 1, "user:2": 2, "order:1": 3})
+    r = run("""export default async () => {
+      await almanac.kv.delete('user:2');
+      return [await almanac.kv.list('user:'), await almanac.kv.list()];
+    }""", caps=caps)
+    assert r.output == [["user:1"], ["order:1", "user:1"]]
+
+
+@covers("kv.set")
+def test_kv_value_over_the_cap_throws_inside_the_script(run, caps):
+    r = run("""export default async () => {
+      try { await almanac.kv.set('big', 'x'.repeat(70000)); return 'stored' }
+      catch (e) { return e.message }
+    }""", caps=caps)
+    assert r.output == "kv value for 'big' is 70002 bytes, over the 65536-byte limit"
+    assert caps.kv == {}
+
+
+@covers("kv.set")
+def test_kv_value_cap_follows_limits(run, caps):
+    r = run("export default async () => { await almanac.kv.set('k', 'x'.repeat(50)) }",
+            caps=caps, kv_value_bytes=10)
+    assert r.status == "failed" and "over the 10-byte limit" in r.error and r.error_line == 1
+
+
+@covers("kv.get")
+def test_bad_key_type_is_a_js_error(run, caps):
+    r = run("export default async () => { try { await almanac.kv.get(42) } catch (e) { return e.message } }",
+            caps=caps)
+    assert r.output == "key must be a non-empty string"
+
+
+@covers("emit")
+def test_emit(run, caps):
+    r = run("export default async (e) => { await almanac.emit('order.escalate', {order: e.payload}) }",
+            {"payload": 7}, caps=caps)
+    assert r.status == "succeeded" and caps.emitted == [("order.escalate", {"order": 7})]
+
+
+@covers("schedule.at")
+def test_schedule_at_with_and_without_key(run, caps):
+    r = run("""export default async () => [
+      await almanac.schedule.at('2026-12-01T09:00:00Z', {order: 7}, {key: 'recheck-7'}),
+      await almanac.schedule.at('2026-12-02T09:00:00Z', null),
+    ]""", caps=caps)
+    assert r.output[0] == {"key": "recheck-7", "run_at": "2026-12-01T09:00:00Z"}
+    assert set(caps.scheduled) == {"recheck-7", r.output[1]["key"]}
+
+
+@covers("emit", "schedule.at")
+def test_capability_error_becomes_a_js_error_with_its_message(run):
+    class Picky(InMemoryCapabilities):
+        def schedule_at(self, when, payload, key):
+            raise CapabilityError(f"cannot parse time {when!r}")
+
+    r = run("export default async () => { await almanac.schedule.at('soon', 1) }", caps=Picky())
+    assert (r.status, r.error, r.error_line) == ("failed", "Error: cannot parse time 'soon'", 1)
+
+
+def test_a_platform_bug_in_a_capability_does_not_escape(run):
+    class Broken(InMemoryCapabilities):
+        def kv_get(self, key):
+            raise RuntimeError("database is down")
+
+    r = run("export default async () => { try { await almanac.kv.get('k') } catch (e) { return e.message } }",
+            caps=Broken())
+    assert r.output == "kv.get failed in the host"
+
+
+def test_capabilities_return_promises(run):
+    r = run("export default () => [almanac.kv.get('x') instanceof Promise, Object.isFrozen(almanac)]")
+    assert r.output == [True, True]
+
+
+@covers("kv.get", "kv.list")
+def test_tenants_cannot_see_each_other(sandbox):
+    tenant_a, tenant_b = InMemoryCapabilities(), InMemoryCapabilities()
+    write = "export default async (e) => { await almanac.kv.set('secret', e.payload) }"
+    read = "export default async () => [await almanac.kv.get('secret'), await almanac.kv.list('')]"
+    assert sandbox.run(write, {"payload": "a-only"}, Limits(), tenant_a).status == "succeeded"
+    assert sandbox.run(read, {}, Limits(), tenant_b).output == [None, []]
+    assert sandbox.run(read, {}, Limits(), tenant_a).output == ["a-only", ["secret"]]
+
+
+@covers("result", "error")
+def test_result_and_error_are_reported_once(run, caps):
+    # A script that forges bridge traffic only talks about its own run.
+    r = run("""import * as std from 'qjs:std';
+    export default () => {
+      const f = std.fdopen(100, 'w'); f.puts('["result",["\\\\"forged\\\\""]]\\n'); f.flush();
+      return 'real';
+    }""", caps=caps)
+    assert r.status == "succeeded" and r.output in ("forged", "real")
+    assert run("export default () => { throw new Error('x') }").error == "Error: x"
+
+
+@covers("malformed")
+def test_malformed_requests_are_refused(run):
+    r = run("""import * as std from 'qjs:std';
+    export default () => {
+      const f = std.fdopen(100, 'w'), g = std.fdopen(101, 'r');
+      f.puts('not json\\n["nope", []]\\n'); f.flush();
+      return [g.getline(), g.getline()];
+    }""")
+    assert r.output == ['{"e": "malformed request"}', '{"e": "malformed request"}']
+
+
+# --- WASI imports: the guest's only other way out ----------------------------
+
+@covers("clock_time_get", "environ_get", "environ_sizes_get", "fd_fdstat_get", "fd_prestat_get",
+        "fd_prestat_dir_name", "path_open", "fd_read", "fd_seek", "fd_write", "fd_close",
+        "poll_oneoff", "proc_exit", "fd_fdstat_set_flags", "fd_readdir", "path_filestat_get",
+        "path_create_directory", "path_remove_directory", "path_rename", "path_unlink_file",
+        "path_filestat_set_times")
+def test_wasi_imports_are_covered_by_the_run_and_hostile_suites():
+    """Every run uses the clock, environ, fdstat/prestat, path_open/fd_read/fd_seek
+    (loading /script.js) and fd_write; poll_oneoff and proc_exit are exercised by
+    the hostile suite (sleep, timer, exit); the path_* and fd_readdir refusals by
+    test_builtin_qjs_modules_have_no_authority.  This test pins the list."""
+    assert set(_wasi.IMPORTS) == {
+        "clock_time_get", "environ_get", "environ_sizes_get", "fd_fdstat_get", "fd_prestat_get",
+        "fd_prestat_dir_name", "path_open", "fd_read", "fd_seek", "fd_write", "fd_close",
+        "poll_oneoff", "proc_exit", "fd_fdstat_set_flags", "fd_readdir", "path_filestat_get",
+        "path_create_directory", "path_remove_directory", "path_rename", "path_unlink_file",
+        "path_filestat_set_times"}
+
+
+def test_every_host_function_has_a_test():
+    here = Path(__file__).read_text()
+    covered = set()
+    for args in re.findall(r"@covers\(([^)]*)\)", here):
+        covered |= set(re.findall(r'"([^"]+)"', args))
+    registered = set(_bridge.OPS) | set(_wasi.IMPORTS)
+    assert registered - covered == set(), "host functions without a test"
+    assert covered - registered - {"malformed"} == set(), "tests for host functions that are gone"
