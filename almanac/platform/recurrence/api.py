@@ -1,0 +1,156 @@
+"""The public functions: parse, load, preview. Pure: `now` is an argument.
+
+DTSTART choice (for cron, English, and an RRULE without its own DTSTART):
+the given `start`, or `now` when there is none, truncated to the minute
+(rounded down to a multiple of N for "every N minutes/hours" so those land
+on :00, :15, ...), is a provisional anchor; DTSTART then becomes the first
+occurrence at or after it, and BYHOUR/BYMINUTE/BYSECOND holding one value
+move into DTSTART. So "every weekday at 9am", `0 9 * * 1-5` and
+`FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=9;BYMINUTE=0` all become
+`DTSTART;TZID=…:<first weekday 09:00>` + `RRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR`.
+A block with its own DTSTART (and TZID) is kept as written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from functools import lru_cache
+
+from almanac.errors import ValidationError
+
+from .analysis import ensure_fires, ensure_min_interval
+from .describe import describe
+from .engine import Budget, SearchTooLong, compile_plan
+from .expand import rule_walk
+from .model import MAX_INPUT_BYTES, Recurrence, Rule, freq_rank
+from .occurrences import occurrences, to_instant, to_wall
+from .parse_cron import looks_like_cron, parse_cron
+from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
+from .parse_text import parse_text
+from .zones import get_zone
+
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$")
+
+
+@dataclass(frozen=True)
+class Preview:
+    input_kind: str
+    rrule: str
+    description: str
+    next: list[datetime]
+
+
+def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
+          now: datetime) -> Recurrence:
+    """Any of the four input forms as one canonical Recurrence."""
+    if len(text.encode("utf-8")) > MAX_INPUT_BYTES:
+        raise fail(f"The rule is longer than {MAX_INPUT_BYTES} bytes.", MAX_INPUT_BYTES)
+    if not text.strip():
+        raise fail("The rule is empty.", 0)
+    zone = get_zone(timezone)
+    anchor = to_wall(start if start is not None else now, zone).replace(second=0, microsecond=0)
+    if start is not None and start.second:
+        anchor = to_wall(start, zone).replace(microsecond=0)
+    if looks_like_rrule(text):
+        block = parse_block(text, timezone)
+        if block.start is not None:
+            return _build("rrule", block.tzid or timezone, block.start, block.rules,
+                          block.rdates, block.exdates)
+        return _settle("rrule", timezone, anchor, block.rules, block.rdates, block.exdates)
+    if _ISO.match(text.strip()):
+        return _one_off(text.strip(), timezone)
+    if looks_like_cron(text):
+        rules, align = parse_cron(text)
+        return _settle("cron", timezone, _align(anchor, align), rules)
+    rules, align, once = parse_text(text, to_wall(now, zone))
+    if once is not None:
+        return _build("text", timezone, once, [], [once], [])
+    return _settle("text", timezone, _align(anchor, align), rules)
+
+
+def _align(anchor: datetime, align: dict[str, int]) -> datetime:
+    for unit, step in align.items():
+        anchor = anchor.replace(**{unit: getattr(anchor, unit) // step * step})
+        if unit == "hour":
+            anchor = anchor.replace(minute=0)
+    return anchor
+
+
+def _one_off(text: str, timezone: str) -> Recurrence:
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
+    except ValueError:
+        raise fail(f"{text[:40]!r} is not a valid ISO-8601 date-time.", 0) from None
+    wall = to_wall(when, get_zone(timezone)).replace(microsecond=0)
+    return _build("at", timezone, wall, [], [wall], [])
+
+
+def _settle(kind: str, tz: str, anchor: datetime, rules: list[Rule],
+            rdates: list[datetime] = (), exdates: list[datetime] = ()) -> Recurrence:  # type: ignore[assignment]
+    """Move DTSTART to the first occurrence and fold one-value times into it."""
+    first = _first(rules, anchor)
+    if first is None:
+        return _build(kind, tz, anchor, rules, rdates, exdates)
+    # Several rules share one DTSTART: folding one rule's times into it would
+    # change the others' defaults, so only a single rule is folded.
+    folded = [_fold(r, first) for r in rules] if len(rules) == 1 else list(rules)
+    return _build(kind, tz, first, folded, rdates, exdates)
+
+
+def _first(rules: list[Rule], anchor: datetime) -> datetime | None:
+    found = []
+    budget = Budget(0.05)
+    try:
+        for rule in rules:
+            walk = rule_walk(rule, compile_plan(rule, anchor), anchor, budget)
+            found.extend(w for w in [next(walk, None)] if w is not None)
+    except SearchTooLong:
+        return None
+    return min(found) if found else None
+
+
+def _fold(rule: Rule, first: datetime) -> Rule:
+    rank = freq_rank(rule.freq)
+    out = {}
+    for key, value, finer_rank in (("byhour", first.hour, 4), ("byminute", first.minute, 5),
+                                   ("bysecond", first.second, 6)):
+        if rank < finer_rank and getattr(rule, key) == (value,) and not rule.bysetpos:
+            out[key] = ()
+    return replace(rule, **out)
+
+
+def _build(kind: str, tz: str, start: datetime, rules: list[Rule], rdates: list[datetime],
+           exdates: list[datetime]) -> Recurrence:
+    zone = get_zone(tz)
+    rdates_t, exdates_t = tuple(sorted(set(rdates))), tuple(sorted(set(exdates)))
+    canonical = format_block(tz, start, rules, rdates_t, exdates_t)
+    return Recurrence(kind, tz, to_instant(start, zone), canonical, tuple(rules),
+                      rdates_t, exdates_t, start)
+
+
+@lru_cache(maxsize=4096)
+def load(canonical: str, input_kind: str = "rrule") -> Recurrence:
+    """Re-create a Recurrence from its stored canonical text (cached)."""
+    block = parse_block(canonical, "UTC")
+    if block.start is None:
+        raise fail("The stored rule has no DTSTART.", 0)
+    return _build(input_kind, block.tzid or "UTC", block.start, block.rules,
+                  block.rdates, block.exdates)
+
+
+def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
+            count: int = 10, min_interval_s: int = 60) -> Preview:
+    """What the rule builder shows: canonical form, description, next dates."""
+    if not 1 <= count <= 50:
+        raise ValidationError("count must be between 1 and 50.", details={"field": "count"})
+    rec = parse(text, timezone, start=start, now=now)
+    ensure_fires(rec, now)
+    ensure_min_interval(rec, now, min_interval_s)
+    after = max(rec.dtstart, now)
+    if start is not None:
+        after = max(after, to_instant(to_wall(start, get_zone(rec.timezone)), get_zone(rec.timezone)))
+    return Preview(rec.input_kind, rec.canonical, describe(rec),
+                   occurrences(rec, after=after, count=count))
+

@@ -1,0 +1,169 @@
+"""English for any canonical recurrence, in a grammar `parse_text` reads back.
+
+Covers what rrule.js `toText` covers and what it gives up on: every FREQ
+and INTERVAL, weekday lists, numbered weekdays (from either end), month
+days (negative too), year days, week numbers, BYSETPOS, times of day,
+COUNT, UNTIL, RDATE/EXDATE and the time zone. Times that DTSTART supplies
+are written out ("every day at 9:00 AM"), so the text says when it fires.
+"""
+
+from __future__ import annotations
+
+from .engine import Plan, compile_plan
+from .model import Recurrence, Rule
+from .words import FREQ_UNIT, clock, datetime_text, day_name, join, month_name, ordinal
+
+_WEEKDAYS = frozenset(range(5))
+_PERIOD = {"YEARLY": "year", "MONTHLY": "month", "WEEKLY": "week", "DAILY": "day",
+           "HOURLY": "hour", "MINUTELY": "minute", "SECONDLY": "second"}
+
+
+def describe(rec: Recurrence) -> str:
+    """E.g. "every weekday at 9:00 AM (Europe/Berlin)"."""
+    parts = [describe_rule(r, compile_plan(r, rec.start_wall)) for r in rec.rules]
+    text = "; and ".join(parts)
+    extra = [d for d in rec.rdates if not (not rec.rules and d == rec.start_wall)]
+    if not rec.rules:
+        text = "once on " + datetime_text(rec.start_wall)
+    if extra:
+        text += "; and also on " + join([datetime_text(d) for d in extra])
+    if rec.exdates:
+        text += "; except on " + join([datetime_text(d) for d in rec.exdates])
+    return f"{text} ({rec.timezone})"
+
+
+def describe_rule(rule: Rule, plan: Plan) -> str:
+    out = [_head(rule, plan)]
+    out += _day_clauses(rule, plan)
+    out += _time_clauses(rule, plan)
+    text = "".join(out)
+    if rule.bysetpos:
+        which = join([ordinal(p) for p in rule.bysetpos])
+        noun = "occurrence" if len(rule.bysetpos) == 1 else "occurrences"
+        text += f", only the {which} {noun} in each {_PERIOD[rule.freq]}"
+    if rule.wkst != 0 and (rule.freq == "WEEKLY" and rule.interval > 1 or rule.byweekno):
+        text += f" (weeks start on {day_name(rule.wkst)})"
+    if rule.count is not None:
+        text += ", once" if rule.count == 1 else f", {rule.count} times"
+    if rule.until is not None:
+        text += ", until " + datetime_text(rule.until)
+    return text
+
+
+def _is_weekdays(rule: Rule, plan: Plan) -> bool:
+    only_days = not (rule.bymonth or rule.bymonthday or rule.byyearday or rule.byweekno)
+    return (rule.freq in ("WEEKLY", "DAILY") and rule.interval == 1 and only_days
+            and plan.days.plain == _WEEKDAYS and not plan.days.nth)
+
+
+def _plain_days_head(rule: Rule, plan: Plan) -> bool:
+    """"every Monday and Friday": weekly, every week, weekdays only."""
+    only_days = not (rule.bymonth or rule.bymonthday or rule.byyearday or rule.byweekno)
+    return rule.freq == "WEEKLY" and rule.interval == 1 and only_days and not plan.days.nth
+
+
+def _nth_head(rule: Rule, plan: Plan) -> bool:
+    """"the last Friday of every month"."""
+    return (rule.freq == "MONTHLY" and bool(rule.byday) and not plan.days.plain
+            and not (rule.bymonth or rule.bymonthday or rule.bysetpos))
+
+
+def _head(rule: Rule, plan: Plan) -> str:
+    if _is_weekdays(rule, plan):
+        return "every weekday"
+    if _plain_days_head(rule, plan):
+        return "every " + join([day_name(d) for d in sorted(plan.days.plain)])
+    unit = FREQ_UNIT[rule.freq]
+    every = f"every {unit}" if rule.interval == 1 else f"every {rule.interval} {unit}s"
+    if _nth_head(rule, plan):
+        return f"the {_nth_list(plan)} of {every}"
+    return every
+
+
+def _nth_list(plan: Plan) -> str:
+    items = sorted(plan.days.nth, key=lambda p: (p[0] < 0, abs(p[0]), p[1]))
+    return join([f"{ordinal(n)} {day_name(wd)}" for n, wd in items])
+
+
+def _day_clauses(rule: Rule, plan: Plan) -> list[str]:
+    out = []
+    yearly_date = rule.freq == "YEARLY" and len(plan.days.months) == 1 and not (
+        rule.byday or rule.byyearday or rule.byweekno) and all(d > 0 for d in plan.days.monthdays)
+    if yearly_date:
+        month = month_name(next(iter(plan.days.months)))
+        days = join([str(d) for d in sorted(plan.days.monthdays)])
+        return [f" on {month} {days}"]
+    if rule.bymonth:
+        out.append(" in " + join([month_name(m) for m in rule.bymonth]))
+    if rule.byweekno:
+        noun = "week" if len(rule.byweekno) == 1 else "weeks"
+        out.append(f" in the {_ordinals(rule.byweekno)} {noun} of the year")
+    if rule.byyearday:
+        noun = "day" if len(rule.byyearday) == 1 else "days"
+        out.append(f" on the {_ordinals(rule.byyearday)} {noun} of the year")
+    if plan.days.monthdays and (rule.bymonthday or rule.freq in ("YEARLY", "MONTHLY")):
+        tail = "" if rule.freq == "MONTHLY" else " day of the month"
+        out.append(f" on the {_ordinals(tuple(plan.days.monthdays))}{tail}")
+    has_days = plan.days.plain or plan.days.nth
+    if has_days and not _is_weekdays(rule, plan) and not _plain_days_head(rule, plan) \
+            and not _nth_head(rule, plan):
+        out.append(" on " + _byday_text(rule, plan))
+    return out
+
+
+def _ordinals(values: tuple[int, ...] | list[int]) -> str:
+    items = sorted(values, key=lambda n: (n < 0, abs(n)))
+    return join([ordinal(n) for n in items])
+
+
+def _byday_text(rule: Rule, plan: Plan) -> str:
+    items = []
+    if plan.days.plain == _WEEKDAYS:
+        items.append("weekdays")
+    else:
+        items += [day_name(d) for d in sorted(plan.days.plain)]
+    if plan.days.nth:
+        items.append("the " + _nth_list(plan))
+    text = join(items)
+    if plan.days.nth and rule.freq == "YEARLY" and plan.days.nth_in_year:
+        text += " of the year"
+    return text
+
+
+def _time_clauses(rule: Rule, plan: Plan) -> list[str]:
+    if rule.freq in ("YEARLY", "MONTHLY", "WEEKLY", "DAILY"):
+        return [" at " + _times(plan.hours, plan.minutes, plan.seconds)]
+    out = []
+    if rule.byhour:
+        out.append(" during " + _numbers("hour", rule.byhour))
+    if rule.freq == "HOURLY":
+        if plan.minutes != (0,) or plan.seconds != (0,):
+            out.append(" at " + _numbers("minute", plan.minutes))
+            if plan.seconds != (0,):
+                out.append(" and " + _numbers("second", plan.seconds))
+        return out
+    if rule.freq == "MINUTELY":
+        if rule.byminute:
+            out.append(" during " + _numbers("minute", rule.byminute))
+        if plan.seconds != (0,):
+            out.append(" at " + _numbers("second", plan.seconds))
+        return out
+    if rule.byminute:
+        out.append(" during " + _numbers("minute", rule.byminute))
+    if rule.bysecond:
+        out.append(" on " + _numbers("second", rule.bysecond))
+    return out
+
+
+def _times(hours: tuple[int, ...], minutes: tuple[int, ...], seconds: tuple[int, ...]) -> str:
+    size = len(hours) * len(minutes) * len(seconds)
+    if size <= 12:
+        return join([clock(h, m, s) for h in hours for m in minutes for s in seconds])
+    return (_numbers("hour", hours) + ", " + _numbers("minute", minutes) + ", "
+            + _numbers("second", seconds))
+
+
+def _numbers(noun: str, values: tuple[int, ...]) -> str:
+    plural = noun + ("s" if len(values) > 1 else "")
+    return f"{plural} {join([str(v) for v in values])}"
+

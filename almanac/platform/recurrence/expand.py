@@ -1,0 +1,224 @@
+"""Walk one compiled rule forward from a wall-clock time, period by period.
+
+Two walkers: one for FREQ of a day or longer (a period is a set of days
+times a set of times of day) and one for HOURLY/MINUTELY/SECONDLY (a period
+is one hour, minute or second on a matching day). Both only ever visit
+matching days (`Candidates`), and both stop when `gap_limit` days pass
+without an occurrence: a rule that is silent for a whole cycle is silent
+for ever.
+"""
+
+from __future__ import annotations
+
+import bisect
+from datetime import date, datetime
+from typing import Iterator, Sequence
+
+from .engine import MAX_ORDINAL, Budget, Candidates, Plan, cycle_days, jan1, week1_start
+from .model import UNIT_SECONDS, Rule
+
+Clock = tuple[int, int, int]
+
+
+class TimeSet:
+    """hours x minutes x seconds in sorted order, indexable without building it."""
+
+    def __init__(self, hours: Sequence[int], minutes: Sequence[int], seconds: Sequence[int]):
+        self.h, self.m, self.s = hours, minutes, seconds
+
+    def __len__(self) -> int:
+        return len(self.h) * len(self.m) * len(self.s)
+
+    def __getitem__(self, i: int) -> Clock:
+        rest, s = divmod(i, len(self.s))
+        h, m = divmod(rest, len(self.m))
+        return self.h[h], self.m[m], self.s[s]
+
+    def __iter__(self) -> Iterator[Clock]:
+        return ((h, m, s) for h in self.h for m in self.m for s in self.s)
+
+
+def _at(o: int, clock: Clock) -> datetime:
+    d = date.fromordinal(o)
+    return datetime(d.year, d.month, d.day, *clock)
+
+
+def _pick(days: Sequence[int], times: TimeSet, setpos: Sequence[int]) -> list[datetime]:
+    """BYSETPOS: positions in the period's set (days x times), as dateutil does."""
+    size = len(days) * len(times)
+    chosen = {p - 1 if p > 0 else size + p for p in setpos}
+    picked = [i for i in chosen if 0 <= i < size]
+    return sorted({_at(days[i // len(times)], times[i % len(times)]) for i in picked})
+
+
+# ---------------------------------------------------------------- periods
+
+
+def _period(plan: Plan, cands: Candidates, o: int) -> int:
+    freq = plan.freq
+    if freq == "YEARLY":
+        return cands.year_of(o)
+    if freq == "MONTHLY":
+        d = date.fromordinal(o)
+        return d.year * 12 + d.month - 1
+    if freq == "WEEKLY":
+        return (o - 1 - plan.days.wkst) // 7
+    return o
+
+
+def _bounds(plan: Plan, p: int) -> tuple[int, int]:
+    """First and last day (ordinals) of period `p`."""
+    freq = plan.freq
+    if freq == "YEARLY":
+        if plan.weekyear:
+            wk = plan.days.wkst
+            return week1_start(p, wk), week1_start(p + 1, wk) - 1
+        return jan1(p), jan1(p + 1) - 1
+    if freq == "MONTHLY":
+        y, m = divmod(p, 12)
+        nxt = jan1(y + 1) if m == 11 else _month_first(y, m + 2)
+        return _month_first(y, m + 1), nxt - 1
+    if freq == "WEEKLY":
+        first = 7 * p + 1 + plan.days.wkst
+        return first, first + 6
+    return p, p
+
+
+def _month_first(year: int, month: int) -> int:
+    if year > 9999:
+        return MAX_ORDINAL + 1
+    return date(year, month, 1).toordinal()
+
+
+def walk(plan: Plan, start: datetime, budget: Budget, hard_limit: int) -> Iterator[datetime]:
+    """Occurrences >= start (and >= DTSTART) in order; stops at hard_limit."""
+    start = max(start, plan.anchor)
+    gap = cycle_days(plan) + 7
+    cands = Candidates(plan.days, budget)
+    if plan.freq in UNIT_SECONDS:
+        inner = _walk_subdaily(plan, start, cands, gap, hard_limit)
+    else:
+        inner = _walk_days(plan, start.toordinal(), cands, gap, hard_limit)
+    for when in inner:
+        if when >= start:
+            yield when
+
+
+def _walk_days(plan: Plan, o: int, cands: Candidates, gap: int, hard: int) -> Iterator[datetime]:
+    p0 = _period(plan, cands, plan.anchor.toordinal())
+    times = TimeSet(plan.hours, plan.minutes, plan.seconds)
+    o = _bounds(plan, _period(plan, cands, o))[0]
+    last_hit = o
+    while True:
+        c = cands.next(o, min(hard, last_hit + gap))
+        if c is None:
+            return
+        p = _period(plan, cands, c)
+        off = (p - p0) % plan.interval
+        if off:
+            o = _bounds(plan, p + plan.interval - off)[0]
+            continue
+        last = _bounds(plan, p)[1]
+        days = cands.between(c, min(last, MAX_ORDINAL))
+        if plan.setpos:
+            found = _pick(days, times, plan.setpos)
+        else:
+            found = [_at(d, t) for d in days for t in times]
+        if found:
+            last_hit = found[-1].toordinal()
+        yield from found
+        o = _bounds(plan, p + plan.interval)[0]
+
+
+def _walk_subdaily(plan: Plan, start: datetime, cands: Candidates, gap: int, hard: int) -> Iterator[datetime]:
+    o = last_hit = start.toordinal()
+    unit = UNIT_SECONDS[plan.freq]
+    first_idx = (o * 86400 + start.hour * 3600 + start.minute * 60 + start.second) // unit
+    while True:
+        c = cands.next(o, min(hard, last_hit + gap))
+        if c is None:
+            return
+        for when in _day_periods(plan, c, cands.budget, first_idx):
+            last_hit = c
+            yield when
+        o = c + 1
+
+
+def _day_periods(plan: Plan, day: int, budget: Budget, first_idx: int) -> Iterator[datetime]:
+    """The HOURLY/MINUTELY/SECONDLY periods of one day that are on the grid."""
+    unit = UNIT_SECONDS[plan.freq]
+    a = plan.anchor
+    anchor_idx = (a.toordinal() * 86400 + a.hour * 3600 + a.minute * 60 + a.second) // unit
+    day_first = day * 86400 // unit
+    k = _grid_at_or_after(max(day_first, anchor_idx, first_idx), anchor_idx, plan.interval)
+    end = (day + 1) * 86400 // unit
+    while k < end:
+        budget.tick()
+        sod = k * unit - day * 86400
+        target = _skip_to(plan, sod)
+        if target is None:
+            yield from _period_set(plan, day, sod)
+            k += plan.interval
+            continue
+        if target >= 86400:
+            return
+        k = _grid_at_or_after(day_first + -(-target // unit), anchor_idx, plan.interval)
+
+
+def _grid_at_or_after(idx: int, anchor_idx: int, interval: int) -> int:
+    steps = -(-(idx - anchor_idx) // interval)
+    return anchor_idx + steps * interval
+
+
+def _skip_to(plan: Plan, sod: int) -> int | None:
+    """None if the period starting at `sod` passes the limiting BY parts,
+    else the second of the day where the next passing period may start."""
+    h, rem = divmod(sod, 3600)
+    m, s = divmod(rem, 60)
+    if h not in plan.hours:
+        return _next_value(plan.hours, h, 3600, 0, 86400)
+    if plan.freq != "HOURLY" and m not in plan.minutes:
+        return _next_value(plan.minutes, m, 60, h * 3600, 3600)
+    if plan.freq == "SECONDLY" and s not in plan.seconds:
+        return _next_value(plan.seconds, s, 1, h * 3600 + m * 60, 60)
+    return None
+
+
+def _next_value(values: Sequence[int], current: int, size: int, base: int, span: int) -> int:
+    i = bisect.bisect_right(values, current)
+    if i < len(values):
+        return base + values[i] * size
+    return base + span  # the start of the next hour, minute or day
+
+
+def _period_set(plan: Plan, day: int, sod: int) -> list[datetime]:
+    h, rem = divmod(sod, 3600)
+    m, s = divmod(rem, 60)
+    if plan.freq == "HOURLY":
+        times = TimeSet((h,), plan.minutes, plan.seconds)
+    elif plan.freq == "MINUTELY":
+        times = TimeSet((h,), (m,), plan.seconds)
+    else:
+        times = TimeSet((h,), (m,), (s,))
+    if plan.setpos:
+        return _pick([day], times, plan.setpos)
+    return [_at(day, t) for t in times]
+
+
+def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget) -> Iterator[datetime]:
+    """Apply COUNT (counted from DTSTART) and UNTIL to `walk`."""
+    hard = MAX_ORDINAL
+    if rule.until is not None:
+        hard = min(hard, rule.until.toordinal())
+    begin = plan.anchor if rule.count is not None else start
+    left = rule.count
+    for when in walk(plan, begin, budget, hard):
+        if rule.until is not None and when > rule.until:
+            return
+        if left is not None:
+            if left == 0:
+                return
+            left -= 1
+        if when >= start:
+            yield when
+

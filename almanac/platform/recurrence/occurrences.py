@@ -1,0 +1,155 @@
+"""From wall-clock occurrences to instants in the rule's zone.
+
+The rules are expanded on the wall clock (naive datetimes), then each wall
+time becomes an instant:
+
+* a time in a spring-forward gap fires at the same offset after the gap
+  (02:30 in Berlin on the last Sunday of March becomes 03:30 CEST; 02:15
+  on Lord Howe's 30-minute gap becomes 02:45);
+* a time that occurs twice in the fall-back overlap fires once, at the
+  first (fold=0, still on summer time);
+* two wall times that land on the same instant fire once.
+
+This is wall-clock iteration for every FREQ, HOURLY/MINUTELY/SECONDLY
+included: an hourly rule fires once per wall-clock hour, so on the night
+the clocks go back it fires at 02:00 summer time and not again at 02:00
+winter time (23 or 24 fires that day, never 25), and on the night they go
+forward the 02:00 fire is moved to 03:00 and merged with the 03:00 one.
+"""
+
+from __future__ import annotations
+
+import heapq
+from datetime import datetime, timedelta, timezone
+from typing import Iterator
+from zoneinfo import ZoneInfo
+
+from almanac.errors import InvalidRule
+
+from .engine import Budget, SearchTooLong, compile_plan
+from .expand import rule_walk
+from .model import Recurrence
+from .zones import get_zone
+
+# Enough to cover any gap in tzdata (Samoa skipped a whole day in 2011).
+_MAX_SHIFT = timedelta(days=2)
+_SEARCH_SECONDS = 0.06
+
+
+def to_instant(wall: datetime, zone: ZoneInfo) -> datetime:
+    """Wall-clock time to an aware datetime, with the SPEC's DST choices.
+
+    fold=0 picks the first of a repeated time; for a time in a gap it picks
+    the offset in force before the gap, so the round trip through UTC moves
+    it forward by the gap's length.
+    """
+    return wall.replace(tzinfo=zone, fold=0).astimezone(timezone.utc).astimezone(zone)
+
+
+def to_wall(when: datetime, zone: ZoneInfo) -> datetime:
+    """An aware time (or a naive wall-clock one) as naive wall-clock in `zone`."""
+    if when.tzinfo is None:
+        return when
+    return when.astimezone(zone).replace(tzinfo=None)
+
+
+def wall_stream(rec: Recurrence, start: datetime, budget: Budget) -> Iterator[datetime]:
+    """All wall-clock occurrences >= start: rules, RDATEs, minus EXDATEs."""
+    streams = [rule_walk(r, compile_plan(r, rec.start_wall), start, budget) for r in rec.rules]
+    extra = set(rec.rdates)
+    if not rec.rules:
+        extra.add(rec.start_wall)  # a block without RRULE fires at DTSTART
+    streams.append(iter(sorted(d for d in extra if d >= start)))
+    excluded = set(rec.exdates)
+    last = None
+    for when in heapq.merge(*streams):
+        if when != last and when not in excluded:
+            last = when
+            yield when
+
+
+def instant_stream(rec: Recurrence, after: datetime, budget: Budget) -> Iterator[datetime]:
+    """Aware occurrences >= after, strictly increasing.
+
+    A gap moves a wall time forward past later wall times, so converted
+    times wait in a heap until the wall stream has passed their new wall
+    time; after that nothing earlier can arrive.
+    """
+    zone = get_zone(rec.timezone)
+    waiting: list[tuple[datetime, datetime]] = []
+    last: datetime | None = None
+    for wall in wall_stream(rec, to_wall(after, zone) - _recent_gap(after, zone), budget):
+        while waiting and waiting[0][1].replace(tzinfo=None) <= wall:
+            last = yield from _emit(heapq.heappop(waiting)[1], after, last)
+        moved = to_instant(wall, zone)
+        heapq.heappush(waiting, (moved.astimezone(timezone.utc), moved))
+    while waiting:
+        last = yield from _emit(heapq.heappop(waiting)[1], after, last)
+
+
+def _recent_gap(after: datetime, zone: ZoneInfo) -> timedelta:
+    """How far a gap just before `after` may have pushed earlier wall times.
+
+    Only wall times that a spring-forward moved can be earlier on the wall
+    than `after` and yet fire at or after it.
+    """
+    now = after.astimezone(zone).utcoffset() or timedelta(0)
+    before = (after - _MAX_SHIFT).astimezone(zone).utcoffset() or timedelta(0)
+    return max(now - before, timedelta(0))
+
+
+def _emit(when: datetime, after: datetime, last: datetime | None) -> Iterator[datetime]:
+    if when >= after and (last is None or when > last):
+        yield when
+        return when
+    return last
+
+
+def occurrences(rec: Recurrence, *, after: datetime, count: int) -> list[datetime]:
+    """The first `count` occurrences at or after `after` (and DTSTART), in the
+    rule's zone with their offsets. A naive `after` is wall-clock time in the
+    rule's zone. Bounded: raises InvalidRule if the rule is too costly to
+    evaluate within the time budget (which no tested rule does)."""
+    zone = get_zone(rec.timezone)
+    after = _aware(after, zone)
+    out: list[datetime] = []
+    if count <= 0:
+        return out
+    budget = Budget(_SEARCH_SECONDS)
+    with _bounded():
+        for when in instant_stream(rec, after, budget):
+            out.append(when)
+            if len(out) >= count:
+                break
+    return out
+
+
+def next_after(rec: Recurrence, after: datetime) -> datetime | None:
+    """The first occurrence strictly after `after`, or None once spent."""
+    zone = get_zone(rec.timezone)
+    after = _aware(after, zone)
+    budget = Budget(_SEARCH_SECONDS)
+    with _bounded():
+        for when in instant_stream(rec, after, budget):
+            if when > after:
+                return when
+    return None
+
+
+def _aware(when: datetime, zone: ZoneInfo) -> datetime:
+    return to_instant(when, zone) if when.tzinfo is None else when
+
+
+class _bounded:
+    """Turn an exhausted time budget into a refusal a person can act on."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> bool:
+        if isinstance(exc, SearchTooLong):
+            raise InvalidRule(
+                "This rule is too costly to evaluate; please simplify it.",
+                details={"position": 0},
+            ) from None
+        return False

@@ -1,0 +1,96 @@
+"""English words shared by `describe` (writing) and `parse_text` (reading)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+               "september", "october", "november", "december")
+UNITS = ("year", "month", "week", "day", "hour", "minute", "second")
+UNIT_FREQ = dict(zip(UNITS, ("YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY", "MINUTELY",
+                             "SECONDLY")))
+FREQ_UNIT = {v: k for k, v in UNIT_FREQ.items()}
+WORD_NUMBERS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "other": 2}
+
+
+def ordinal(n: int) -> str:
+    """1 -> 1st, -1 -> last, -3 -> 3rd last."""
+    if n == -1:
+        return "last"
+    if n < 0:
+        return f"{ordinal(-n)} last"
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def join(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def clock(h: int, m: int, s: int) -> str:
+    """9:00 AM, 12:00 PM (noon), 12:00 AM (midnight), 9:00:30 AM."""
+    half = "AM" if h < 12 else "PM"
+    shown = h % 12 or 12
+    secs = f":{s:02d}" if s else ""
+    return f"{shown}:{m:02d}{secs} {half}"
+
+
+def day_name(wd: int) -> str:
+    return DAY_NAMES[wd].capitalize()
+
+
+def month_name(m: int) -> str:
+    return MONTH_NAMES[m - 1].capitalize()
+
+
+def date_text(d: datetime) -> str:
+    return f"{month_name(d.month)} {d.day}, {d.year}"
+
+
+def datetime_text(d: datetime) -> str:
+    return f"{date_text(d)} at {clock(d.hour, d.minute, d.second)}"
+
+
+# ---------------------------------------------------------------- reading
+
+ORDINAL_RE = r"(?:(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth)(?: to)?(?: last)?|last)"
+TIME_RE = (r"(?:noon|midnight|\d{1,2}(?::\d{2}){0,2}\s*(?:am|pm|a\.m\.|p\.m\.)"
+           r"|\d{1,2}:\d{2}(?::\d{2})?)")
+
+
+def read_ordinal(text: str) -> int:
+    text = text.strip().replace(" to last", " last")
+    if text == "last":
+        return -1
+    negative = text.endswith(" last")
+    head = text[:-5] if negative else text
+    n = WORD_NUMBERS[head] if head in WORD_NUMBERS else int(re.sub(r"\D", "", head))
+    return -n if negative else n
+
+
+def read_time(text: str) -> tuple[int, int, int] | None:
+    text = text.strip().replace(".", "")
+    if text == "noon":
+        return 12, 0, 0
+    if text == "midnight":
+        return 0, 0, 0
+    m = re.fullmatch(r"(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?\s*(am|pm)?", text)
+    if not m:
+        return None
+    h, mi, s = int(m.group(1)), int(m.group(2) or 0), int(m.group(3) or 0)
+    if m.group(4):
+        if not 1 <= h <= 12:
+            return None
+        h = h % 12 + (12 if m.group(4) == "pm" else 0)
+    if h > 23 or mi > 59 or s > 59:
+        return None
+    return h, mi, s
+
+
+def split_list(text: str) -> list[str]:
+    """'a, b and c' -> ['a', 'b', 'c']."""
+    return [p.strip() for p in re.split(r",\s*|\s+and\s+|\s*&\s*", text) if p.strip()]
