@@ -1,0 +1,3 @@
+from almanac.cli import main
+
+main()

@@ -1,0 +1,151 @@
+"""Fixtures shared by every test level.
+
+`database` runs each test on SQLite and on a throwaway PostgreSQL (when `initdb`
+is present; with ALMANAC_REQUIRE_POSTGRES=1, as in CI, its absence is an error).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from almanac.db import Database
+from almanac.platform.clock import ManualClock
+from almanac.settings import Settings
+from almanac.tenants import auth, migrations, registry
+from tests.support.pg import PgServer
+
+BACKENDS = ["sqlite", "postgresql"]
+_PG = PgServer()
+_pg_started = False
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    if _pg_started:
+        _PG.stop()
+
+
+def _pg_url() -> str:
+    global _pg_started
+    if not _PG.available:
+        if os.environ.get("ALMANAC_REQUIRE_POSTGRES") == "1":
+            pytest.fail("PostgreSQL is required (ALMANAC_REQUIRE_POSTGRES=1) but initdb is not installed")
+        pytest.skip("PostgreSQL server binaries (initdb) not installed")
+    if not _pg_started:
+        _PG.start()
+        _pg_started = True
+        _PG.create_template(_migrate_template)
+    return _PG.url_for(_PG.create_database(template="almanac_template"))
+
+
+def _migrate_template(url: str) -> None:
+    db = Database(_settings_for(url, Path("/tmp")))
+    try:
+        migrations.upgrade_shared(db)
+    finally:
+        db.dispose()
+
+
+def _settings_for(url: str, var_dir: Path) -> Settings:
+    return Settings(database_url=url, var_dir=var_dir, secret_key="test-secret-key-0123456789abcdef")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def settings(backend: str, tmp_path: Path) -> Settings:
+    var = tmp_path / "var"
+    if backend == "sqlite":
+        return _settings_for(f"sqlite:///{var}/almanac.db", var)
+    return _settings_for(_pg_url(), var)
+
+
+@pytest.fixture
+def sqlite_settings(tmp_path: Path) -> Settings:
+    var = tmp_path / "var"
+    return _settings_for(f"sqlite:///{var}/almanac.db", var)
+
+
+@pytest.fixture
+def database(settings: Settings) -> Iterator[Database]:
+    db = Database(settings)
+    migrations.upgrade_shared(db)
+    yield db
+    db.dispose()
+
+
+@pytest.fixture
+def now() -> datetime:
+    return datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def manual_clock(now: datetime) -> ManualClock:
+    return ManualClock(now)
+
+
+@pytest.fixture
+def make_tenant(database: Database, now: datetime) -> Callable[..., str]:
+    counter = iter(range(1, 10_000))
+
+    def make(slug: str | None = None, *, min_interval_seconds: int = 60) -> str:
+        slug = slug or f"tenant-{next(counter)}"
+        registry.create_tenant(
+            database, slug, admin_email=f"admin@{slug}.test", admin_password="correct-horse-battery",
+            name=slug.title(), min_interval_seconds=min_interval_seconds, now=now,
+        )
+        return slug
+
+    return make
+
+
+@pytest.fixture
+def services(settings: Settings, database: Database, manual_clock: ManualClock) -> Iterator[Any]:
+    from almanac.worker import build_services
+
+    built = build_services(settings, clock=manual_clock)
+    yield built
+    built.db.dispose()
+
+
+@pytest.fixture
+def app(services: Any) -> Any:
+    from almanac.web.app import create_app
+
+    return create_app(services.settings, services=services)
+
+
+@pytest.fixture
+def issue_token(database: Database, now: datetime) -> Callable[[str, str], str]:
+    def issue(tenant: str, role: str = "admin") -> str:
+        with database.shared_session() as session:
+            row = registry.get_tenant(session, tenant)
+            return auth.create_token(session, row, f"{role} token", role, now=now)[1]
+
+    return issue
+
+
+@pytest.fixture
+def api(app: Any, make_tenant: Callable[..., str], issue_token: Callable[[str, str], str]) -> Callable[..., Any]:
+    """`api(role="admin", tenant=None)` -> a TestClient carrying a Bearer token of that tenant and role."""
+    from fastapi.testclient import TestClient
+
+    clients: list[Any] = []
+
+    def client(role: str = "admin", tenant: str | None = None) -> Any:
+        tenant = tenant or make_tenant()
+        test_client = TestClient(app, raise_server_exceptions=False)
+        test_client.headers["Authorization"] = f"Bearer {issue_token(tenant, role)}"
+        test_client.tenant = tenant  # type: ignore[attr-defined]
+        clients.append(test_client)
+        return test_client
+
+    return client

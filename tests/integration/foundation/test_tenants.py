@@ -1,0 +1,84 @@
+"""Tenant provisioning on SQLite and PostgreSQL: own schema, migrated, nothing half-made."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+from sqlalchemy import Column, Integer, MetaData, String, Table, inspect, select
+
+from almanac.db import TENANT_SCHEMA, Database, schema_for
+from almanac.errors import Conflict, ValidationError
+from almanac.tenants import migrations, people, registry
+from almanac.tenants.models import Membership, Tenant, User
+
+
+def _create(db: Database, slug: str, now: datetime, **kw: object) -> registry.CreatedTenant:
+    args = dict(admin_email=f"boss@{slug}.test", admin_password=None, name=None, min_interval_seconds=60, now=now)
+    args.update(kw)
+    return registry.create_tenant(db, slug, **args)  # type: ignore[arg-type]
+
+
+def _schema_exists(db: Database, slug: str) -> bool:
+    if db.is_sqlite:
+        return db.tenant_file(slug).exists()
+    return schema_for(slug) in inspect(db.engine).get_schema_names()
+
+
+def test_create_provisions_and_migrates_the_schema(database: Database, now: datetime) -> None:
+    created = _create(database, "acme", now)
+    assert created.admin_password  # generated, shown once
+    assert _schema_exists(database, "acme")
+    assert migrations.tenant_revision(database, "acme") is not None
+    with database.shared_session() as session:
+        tenant = registry.get_tenant(session, "acme")
+        member = session.scalar(select(Membership).where(Membership.tenant_id == tenant.id))
+        assert member.role == "admin" and member.user.email == "boss@acme.test"
+        assert member.user.password_hash.startswith("$argon2id$")
+
+
+def test_existing_slug_is_a_conflict_and_changes_nothing(database: Database, now: datetime) -> None:
+    _create(database, "acme", now)
+    with pytest.raises(Conflict):
+        _create(database, "acme", now, admin_email="other@x.test")
+    with database.shared_session() as session:
+        assert session.scalar(select(User).where(User.email == "other@x.test")) is None
+        assert len(registry.list_tenants(session)) == 1
+
+
+def test_failure_after_the_schema_leaves_nothing(database: Database, now: datetime, monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(people, "add_member", explode)
+    with pytest.raises(RuntimeError):
+        _create(database, "doomed", now)
+    assert not _schema_exists(database, "doomed")
+    with database.shared_session() as session:
+        assert session.scalar(select(Tenant).where(Tenant.slug == "doomed")) is None
+
+
+def test_bad_input_is_refused_before_anything_is_made(database: Database, now: datetime) -> None:
+    for kwargs in ({"admin_email": "not-an-email"}, {"admin_password": "short"}, {"min_interval_seconds": 0}):
+        with pytest.raises(ValidationError):
+            _create(database, "bad", now, **kwargs)
+    assert not _schema_exists(database, "bad")
+
+
+def test_tenant_sessions_see_only_their_own_schema(database: Database, now: datetime) -> None:
+    _create(database, "alpha", now)
+    _create(database, "beta", now)
+    notes = Table("notes", MetaData(schema=TENANT_SCHEMA), Column("id", Integer, primary_key=True), Column("text", String(50)))
+    for slug in ("alpha", "beta"):
+        with database.tenant_connection(slug) as conn:
+            notes.create(conn)
+            conn.execute(notes.insert().values(text=f"secret of {slug}"))
+            conn.commit()
+    with database.tenant_connection("beta") as conn:
+        assert [r.text for r in conn.execute(select(notes))] == ["secret of beta"]
+
+
+def test_migrate_all_is_idempotent(database: Database, now: datetime) -> None:
+    _create(database, "acme", now)
+    assert registry.migrate_all(database) == ["acme"]
+    assert registry.migrate_all(database) == ["acme"]

@@ -1,0 +1,52 @@
+"""STYLE.md's dependency direction, checked by walking every import of the package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3] / "almanac"
+# What each part may import from almanac (besides itself).
+ALLOWED = {
+    "sandbox": set(),
+    "platform": {"db", "errors", "settings"},
+    "tenants": {"db", "errors", "settings"},
+}
+
+
+def _almanac_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            continue
+        found.update(name.split(".")[1] for name in names if name.startswith("almanac."))
+    return found
+
+
+def test_parts_import_only_what_they_may() -> None:
+    problems = []
+    for part, allowed in ALLOWED.items():
+        for path in (ROOT / part).rglob("*.py"):
+            for imported in _almanac_imports(path) - allowed - {part}:
+                problems.append(f"{path.relative_to(ROOT.parent)} imports almanac.{imported}")
+    assert problems == []
+
+
+def test_nothing_imports_web() -> None:
+    offenders = [
+        str(path.relative_to(ROOT.parent))
+        for path in ROOT.rglob("*.py")
+        if "web" not in path.relative_to(ROOT).parts[:1] and "web" in _almanac_imports(path)
+        and path.name != "cli.py"  # the CLI starts the server: it is an edge, like web itself
+    ]
+    assert offenders == []
+
+
+def test_no_module_is_too_long() -> None:
+    long = [f"{p.relative_to(ROOT.parent)}: {n}" for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > 550]
+    assert long == []
