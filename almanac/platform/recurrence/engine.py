@@ -24,6 +24,8 @@ from __future__ import annotations
 import bisect
 import math
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
@@ -41,11 +43,48 @@ class SearchTooLong(Exception):
 
 
 class Budget:
-    """A wall-time cap on one evaluation, checked every few dozen steps."""
+    """A wall-time cap on one evaluation, checked every few dozen steps.
+
+    It measures elapsed processor-independent time (perf_counter), not the
+    date: the functions stay pure in `now`. One budget may be shared by the
+    several searches of one request (see `budget_scope`).
+    """
 
     def __init__(self, seconds: float = 0.06) -> None:
         self.deadline = time.perf_counter() + seconds
         self.steps = 0
+
+    def sub(self, seconds: float) -> "Budget":
+        """A budget ending after `seconds` or with this one, whichever is first."""
+        child = Budget(seconds)
+        child.deadline = min(child.deadline, self.deadline)
+        return child
+
+    def tick(self) -> None:
+        self.steps += 1
+        if self.steps & 31 == 0 and time.perf_counter() > self.deadline:
+            raise SearchTooLong
+
+
+_SCOPE: ContextVar[Budget | None] = ContextVar("recurrence_budget", default=None)
+
+
+@contextmanager
+def budget_scope(seconds: float) -> Iterator[Budget]:
+    """Share one time budget between every search made inside the block."""
+    outer = _SCOPE.get()
+    budget = outer.sub(seconds) if outer is not None else Budget(seconds)
+    token = _SCOPE.set(budget)
+    try:
+        yield budget
+    finally:
+        _SCOPE.reset(token)
+
+
+def current_budget(seconds: float) -> Budget:
+    """The enclosing scope's budget (capped at `seconds`), or a fresh one."""
+    outer = _SCOPE.get()
+    return outer.sub(seconds) if outer is not None else Budget(seconds)
 
     def tick(self) -> None:
         self.steps += 1

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 from almanac.errors import InvalidRule
 
-from .engine import Budget, SearchTooLong, compile_plan
+from .engine import Budget, SearchTooLong, compile_plan, current_budget
 from .expand import rule_walk
 from .model import Recurrence
 from .zones import get_zone
@@ -115,12 +115,16 @@ def occurrences(rec: Recurrence, *, after: datetime, count: int) -> list[datetim
     out: list[datetime] = []
     if count <= 0:
         return out
-    budget = Budget(_SEARCH_SECONDS)
-    with _bounded():
-        for when in instant_stream(rec, after, budget):
+    try:
+        for when in instant_stream(rec, after, current_budget(_SEARCH_SECONDS)):
             out.append(when)
             if len(out) >= count:
                 break
+    except SearchTooLong:
+        # A rare rule (say once in decades) may not yield `count` dates within
+        # the budget: the ones found are correct, so return those.
+        if not out:
+            raise _too_costly() from None
     return out
 
 
@@ -128,11 +132,12 @@ def next_after(rec: Recurrence, after: datetime) -> datetime | None:
     """The first occurrence strictly after `after`, or None once spent."""
     zone = get_zone(rec.timezone)
     after = _aware(after, zone)
-    budget = Budget(_SEARCH_SECONDS)
-    with _bounded():
-        for when in instant_stream(rec, after, budget):
+    try:
+        for when in instant_stream(rec, after, current_budget(_SEARCH_SECONDS)):
             if when > after:
                 return when
+    except SearchTooLong:
+        raise _too_costly() from None
     return None
 
 
@@ -140,16 +145,6 @@ def _aware(when: datetime, zone: ZoneInfo) -> datetime:
     return to_instant(when, zone) if when.tzinfo is None else when
 
 
-class _bounded:
-    """Turn an exhausted time budget into a refusal a person can act on."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> bool:
-        if isinstance(exc, SearchTooLong):
-            raise InvalidRule(
-                "This rule is too costly to evaluate; please simplify it.",
-                details={"position": 0},
-            ) from None
-        return False
+def _too_costly() -> InvalidRule:
+    return InvalidRule("This rule is too costly to evaluate; please simplify it.",
+                       details={"position": 0})

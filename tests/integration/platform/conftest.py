@@ -117,7 +117,7 @@ class World:
 
 @pytest.fixture
 def world(database: Database, make_tenant: Callable[..., str], manual_clock: ManualClock) -> World:
-    store = SqlStore(database, EveryRules())
+    store = SqlStore(database, EveryRules(), lease_margin_s=120)
     holder: dict[str, World] = {}
 
     def script(source: str, event: dict[str, Any], caps: Any) -> Any:

@@ -68,9 +68,9 @@ def test_a_lapsed_lease_is_retried_as_a_new_attempt_and_the_old_result_is_fenced
     script = world.add_script(timeout_ms=1000)
     world.put_job("j", script, world.clock.now())
     (dead,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
-    world.clock.advance(30)  # inside timeout (1 s) + margin (30 s): still leased
+    world.clock.set(dead.lease_until - timedelta(seconds=1))  # timeout + margin: still leased
     assert world.store.claim_due(world.tenant, world.clock.now(), 10).claims == []
-    world.clock.advance(2)
+    world.clock.advance(1)
     (retry,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
     assert (retry.attempt, retry.occurrence_id) == (2, dead.occurrence_id)
     first = world.runs(attempt=1)[0]
@@ -93,8 +93,8 @@ def test_a_lapsed_lease_is_retried_as_a_new_attempt_and_the_old_result_is_fenced
 def test_lease_lapse_on_the_last_attempt_ends_the_occurrence(world: World) -> None:
     script = world.add_script()
     world.put_job("j", script, world.clock.now(), max_attempts=1)
-    world.store.claim_due(world.tenant, world.clock.now(), 10)
-    world.clock.advance(60)
+    (claim,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    world.clock.set(claim.lease_until + timedelta(seconds=1))
     assert world.store.claim_due(world.tenant, world.clock.now(), 10).claims == []
     assert world.occurrences()[0].status == "done" and world.job("j").state == "done"
 
