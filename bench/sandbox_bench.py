@@ -1,0 +1,124 @@
+"""Sandbox benchmark: `python bench/sandbox_bench.py` prints a table.
+
+Measures trivial runs per second (serial, and 2 threads), cold start (compile
+vs serialized module cache, in fresh subprocesses), deadline overshoot of a
+busy loop, and peak host RSS during memory bombs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from almanac.sandbox import Limits, NullCapabilities, Sandbox  # noqa: E402
+
+TRIVIAL = "export default (e) => e.n + 1"
+BUSY = "export default () => { while (true) {} }"
+BOMB = "export default () => { const a = []; for (;;) a.push('x' + a.length) }"
+
+
+def runs_per_second(box: Sandbox, threads: int, seconds: float = 2.0) -> float:
+    limits, caps = Limits(), NullCapabilities()
+    stop = time.monotonic() + seconds
+    counts = [0] * threads
+
+    def worker(i: int) -> None:
+        while time.monotonic() < stop:
+            assert box.run(TRIVIAL, {"n": 1}, limits, caps).output == 2
+            counts[i] += 1
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(worker, range(threads)))
+    return sum(counts) / (time.monotonic() - started)
+
+
+COLD = """
+import sys, time; t = time.perf_counter()
+sys.path.insert(0, {root!r})
+from almanac.sandbox import Sandbox, Limits, NullCapabilities
+box = Sandbox({cache})
+r = box.run("export default () => 1", {{}}, Limits(), NullCapabilities())
+print((time.perf_counter() - t) * 1000)
+"""
+
+
+def cold_start_ms(cache_dir: str | None) -> float:
+    root = str(Path(__file__).resolve().parent.parent)
+    code = COLD.format(root=root, cache=f"cache_dir={cache_dir!r}" if cache_dir else "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip())
+
+
+def overshoot_ms(box: Sandbox, timeout_ms: int = 200, n: int = 10) -> list[float]:
+    result = []
+    for _ in range(n):
+        started = time.monotonic()
+        r = box.run(BUSY, {}, Limits(timeout_ms=timeout_ms), NullCapabilities())
+        assert r.status == "timed_out"
+        result.append((time.monotonic() - started) * 1000 - timeout_ms)
+    return result
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peak_rss_during_bombs(box: Sandbox, memory_mb: int, parallel: int) -> tuple[float, float, str]:
+    before, peak, done = rss_mb(), [rss_mb()], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_mb())
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    with ThreadPoolExecutor(parallel) as pool:
+        statuses = list(pool.map(lambda _: box.run(BOMB, {}, Limits(timeout_ms=10000, memory_mb=memory_mb),
+                                                   NullCapabilities()).status, range(parallel)))
+    done.set()
+    sampler.join()
+    return before, peak[0], ",".join(sorted(set(statuses)))
+
+
+def main() -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        cold_compile = [cold_start_ms(None) for _ in range(2)]
+        cold_start_ms(cache)  # fills the cache
+        cold_cached = [cold_start_ms(cache) for _ in range(3)]
+    rows.append(("cold start, compiling (ms, min of 2)", f"{min(cold_compile):.0f}"))
+    rows.append(("cold start, serialized module cache (ms, min of 3)", f"{min(cold_cached):.0f}"))
+    with Sandbox() as box:
+        runs_per_second(box, 1, 0.5)  # warm up
+        for threads in (1, 2):
+            rates = [runs_per_second(box, threads) for _ in range(2)]
+            rows.append((f"trivial runs/s, {threads} thread(s) (best of 2 x 2 s)", f"{max(rates):.0f}"))
+        over = overshoot_ms(box)
+        rows.append(("busy-loop deadline overshoot ms (median / max of 10, timeout 200)",
+                     f"{statistics.median(over):.1f} / {max(over):.1f}"))
+        for memory_mb, parallel in ((32, 1), (256, 1), (64, 2)):
+            before, peak, statuses = peak_rss_during_bombs(box, memory_mb, parallel)
+            rows.append((f"host RSS MB, {parallel} x {memory_mb} MB bomb (before -> peak) [{statuses}]",
+                         f"{before:.0f} -> {peak:.0f}"))
+    width = max(len(name) for name, _ in rows)
+    print(f"{'measure':<{width}}  value")
+    print("-" * (width + 12))
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()

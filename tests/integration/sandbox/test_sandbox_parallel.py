@@ -1,0 +1,96 @@
+"""The sandbox under concurrency, and its on-disk module cache."""
+
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from almanac.sandbox import InMemoryCapabilities, Limits, NullCapabilities, Sandbox
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_many_threads_get_their_own_results_logs_and_caps():
+    src = """export default async (e) => {
+      console.log('run', e.i);
+      await almanac.kv.set('mine', e.i);
+      if (e.i % 5 === 0) { for (;;) {} }
+      if (e.i % 7 === 0) throw new Error('seven ' + e.i);
+      return [e.i, await almanac.kv.get('mine')];
+    }"""
+    caps = [InMemoryCapabilities() for _ in range(40)]
+    with Sandbox() as box, ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(
+            lambda i: box.run(src, {"i": i}, Limits(timeout_ms=200), caps[i - 1]), range(1, 41)))
+    for i, r in enumerate(results, start=1):
+        assert r.logs == f"run {i}\n"
+        assert caps[i - 1].kv == {"mine": i}
+        if i % 5 == 0:
+            assert r.status == "timed_out"
+        elif i % 7 == 0:
+            assert (r.status, r.error) == ("failed", f"Error: seven {i}")
+        else:
+            assert (r.status, r.output) == ("succeeded", [i, i])
+
+
+def test_a_timeout_in_one_thread_does_not_stop_another():
+    with Sandbox() as box, ThreadPoolExecutor(2) as pool:
+        busy = pool.submit(box.run, "export default () => { for (;;) {} }", {}, Limits(timeout_ms=100),
+                           NullCapabilities())
+        slow = pool.submit(box.run, "export default () => { let s = 0; for (let i = 0; i < 3e6; i++) s += i; return s }",
+                           {}, Limits(timeout_ms=5000), NullCapabilities())
+        assert busy.result().status == "timed_out"
+        assert slow.result().status == "succeeded"
+
+
+def _python_work(seconds: float) -> int:
+    count, stop = 0, time.monotonic() + seconds
+    while time.monotonic() < stop:
+        count += 1
+    return count
+
+
+def test_running_wasm_releases_the_gil():
+    """Python threads keep running while a script computes: runs can overlap.
+
+    (Throughput on both cores is measured by bench/sandbox_bench.py; on a shared
+    box a wall-clock speedup assertion would be flaky, this one is not.)"""
+    with Sandbox() as box, ThreadPoolExecutor(1) as pool:
+        alone = _python_work(0.3)
+        busy = pool.submit(box.run, "export default () => { for (;;) {} }", {}, Limits(timeout_ms=600),
+                           NullCapabilities())
+        time.sleep(0.05)
+        beside = _python_work(0.3)
+        assert busy.result().status == "timed_out"
+    assert beside > alone * 0.3, (alone, beside)
+
+
+def test_serialized_module_cache_makes_a_cold_start_cheap(tmp_path):
+    code = f"""
+import sys, time; sys.path.insert(0, {str(ROOT)!r})
+from almanac.sandbox import Sandbox, Limits, NullCapabilities
+t = time.perf_counter()
+box = Sandbox(cache_dir={str(tmp_path)!r})
+assert box.run("export default () => 7", {{}}, Limits(), NullCapabilities()).output == 7
+print(time.perf_counter() - t)
+"""
+    first = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                 check=True).stdout)
+    assert len(list(tmp_path.glob("qjs-*.cwasm"))) == 1
+    second = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  check=True).stdout)
+    assert second < first / 3 and second < 1.0, (first, second)
+
+
+def test_a_corrupt_cache_file_is_replaced(tmp_path):
+    code = f"""
+import sys; sys.path.insert(0, {str(ROOT)!r})
+from almanac.sandbox import Sandbox, Limits, NullCapabilities
+print(Sandbox(cache_dir={str(tmp_path)!r}).run("export default () => 7", {{}}, Limits(), NullCapabilities()).output)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    for f in tmp_path.glob("qjs-*.cwasm"):
+        f.write_bytes(b"garbage")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "7"
