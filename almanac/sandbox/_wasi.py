@@ -58,6 +58,7 @@ class RunIO:
         self.logs_truncated = False
         self.on_request = on_request
         self.request = bytearray()
+        self.oversized = False
         self.reply = b""
         self.files: dict[int, list] = {}  # fd -> [data, position]
         self.next_fd = 10
@@ -222,13 +223,21 @@ def fd_write(caller, fd, iovs, count, nwritten_ptr):
     return ESUCCESS
 
 
+MAX_REQUEST = 8 * 1024 * 1024  # far above any allowed value; bounds host memory
+
+
 def _bridge_write(io: RunIO, data: bytes) -> None:
     """Collect a request line; answer each complete one into the reply buffer."""
     io.request += data
     while b"\n" in io.request:
         line, _, rest = bytes(io.request).partition(b"\n")
         io.request = bytearray(rest)
-        io.reply += io.on_request(line) + b"\n"
+        reply = b'{"e": "request too large"}' if io.oversized else io.on_request(line)
+        io.oversized = False
+        io.reply += reply + b"\n"
+    if len(io.request) > MAX_REQUEST:  # drop the rest of this line, answer it with an error
+        io.request.clear()
+        io.oversized = True
 
 
 def path_open(caller, dirfd, dirflags, path, path_len, oflags, rights, rights_inh, fdflags, fd_ptr):

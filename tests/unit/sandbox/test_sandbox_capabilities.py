@@ -165,3 +165,11 @@ def test_every_host_function_has_a_test():
     registered = set(_bridge.OPS) | set(_wasi.IMPORTS)
     assert registered - covered == set(), "host functions without a test"
     assert covered - registered - {"malformed"} == set(), "tests for host functions that are gone"
+
+
+@covers("kv.set")
+def test_oversized_request_is_refused_without_buffering_it(run, caps):
+    r = run("""export default async () => {
+      try { await almanac.kv.set('k', 'x'.repeat(9 * 1024 * 1024)) } catch (e) { return e.message }
+    }""", caps=caps, memory_mb=128, timeout_ms=5000)
+    assert r.output == "request too large" and caps.kv == {}
