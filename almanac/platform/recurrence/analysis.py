@@ -218,10 +218,22 @@ def _gap_bound(plan: Plan) -> float:
         inner = _inner_times(plan)
         gaps = [b - a for a, b in zip(inner, inner[1:])]
         return min(gaps + [step - (inner[-1] - inner[0])])
-    times = sorted(3600 * h + 60 * m + s for h in plan.hours for m in plan.minutes
-                   for s in plan.seconds)
-    gaps = [b - a for a, b in zip(times, times[1:])]
-    return min(gaps + [86400 - (times[-1] - times[0])])
+    return _product_gap(plan.hours, plan.minutes, plan.seconds)
+
+
+def _product_gap(hours: tuple[int, ...], minutes: tuple[int, ...], seconds: tuple[int, ...]) -> int:
+    """Shortest gap between consecutive times of hours x minutes x seconds
+    (wrapping to the next day), without building the up to 86400 times."""
+    def diffs(values: tuple[int, ...]) -> list[int]:
+        return [b - a for a, b in zip(values, values[1:])]
+
+    span = (hours[-1] - hours[0]) * 3600 + (minutes[-1] - minutes[0]) * 60 + seconds[-1] - seconds[0]
+    gaps = [86400 - span]
+    gaps += diffs(seconds)
+    gaps += [60 * d - (seconds[-1] - seconds[0]) for d in diffs(minutes)]
+    gaps += [3600 * d - 60 * (minutes[-1] - minutes[0]) - (seconds[-1] - seconds[0])
+             for d in diffs(hours)]
+    return min(gaps)
 
 
 def _inner_times(plan: Plan) -> list[int]:

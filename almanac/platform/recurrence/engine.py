@@ -251,6 +251,12 @@ def year_days(f: DayFilter, year: int) -> tuple[int, tuple[int, ...]]:
     return start, offsets
 
 
+@lru_cache(maxsize=1024)
+def _busy_residues(f: DayFilter) -> tuple[int, ...]:
+    """Years (mod 400) that have at least one matching day."""
+    return tuple(r for r in range(400) if year_days(f, 2000 + r)[1])
+
+
 class Candidates:
     """The matching days in order, skipping empty years cheaply."""
 
@@ -279,9 +285,21 @@ class Candidates:
             if i < len(self._offs):
                 found = self._start + self._offs[i]
                 return found if found <= limit else None
-            year += 1
+            year = self._next_busy_year(year + 1)
             o = max(o, _year_range(year, self.f)[0])
         return None
+
+    def _next_busy_year(self, year: int) -> int:
+        """The first year >= `year` with a matching day (the calendar repeats
+        every 400 years, so a table of busy years mod 400 answers it)."""
+        if year >= 9998:
+            return year
+        busy = _busy_residues(self.f)
+        if not busy:
+            return 10000
+        r = year % 400
+        i = bisect.bisect_left(busy, r)
+        return year + (busy[i] - r if i < len(busy) else 400 - r + busy[0])
 
     def between(self, lo: int, hi: int) -> list[int]:
         out: list[int] = []

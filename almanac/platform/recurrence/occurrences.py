@@ -73,18 +73,21 @@ def instant_stream(rec: Recurrence, after: datetime, budget: Budget) -> Iterator
 
     A gap moves a wall time forward past later wall times, so converted
     times wait in a heap until the wall stream has passed their new wall
-    time; after that nothing earlier can arrive.
+    time; after that nothing earlier can arrive. Comparisons are made in
+    UTC: two times of one zone compare by wall clock (PEP 495), which would
+    confuse the two passes of a repeated hour.
     """
     zone = get_zone(rec.timezone)
+    after_utc = after.astimezone(timezone.utc)
     waiting: list[tuple[datetime, datetime]] = []
     last: datetime | None = None
     for wall in wall_stream(rec, to_wall(after, zone) - _recent_gap(after, zone), budget):
         while waiting and waiting[0][1].replace(tzinfo=None) <= wall:
-            last = yield from _emit(heapq.heappop(waiting)[1], after, last)
+            last = yield from _emit(heapq.heappop(waiting), after_utc, last)
         moved = to_instant(wall, zone)
         heapq.heappush(waiting, (moved.astimezone(timezone.utc), moved))
     while waiting:
-        last = yield from _emit(heapq.heappop(waiting)[1], after, last)
+        last = yield from _emit(heapq.heappop(waiting), after_utc, last)
 
 
 def _recent_gap(after: datetime, zone: ZoneInfo) -> timedelta:
@@ -98,10 +101,12 @@ def _recent_gap(after: datetime, zone: ZoneInfo) -> timedelta:
     return max(now - before, timedelta(0))
 
 
-def _emit(when: datetime, after: datetime, last: datetime | None) -> Iterator[datetime]:
-    if when >= after and (last is None or when > last):
+def _emit(item: tuple[datetime, datetime], after_utc: datetime,
+          last: datetime | None) -> Iterator[datetime]:
+    utc, when = item
+    if utc >= after_utc and (last is None or utc > last):
         yield when
-        return when
+        return utc
     return last
 
 
@@ -133,8 +138,9 @@ def next_after(rec: Recurrence, after: datetime) -> datetime | None:
     zone = get_zone(rec.timezone)
     after = _aware(after, zone)
     try:
+        after_utc = after.astimezone(timezone.utc)
         for when in instant_stream(rec, after, current_budget(_SEARCH_SECONDS)):
-            if when > after:
+            if when.astimezone(timezone.utc) > after_utc:
                 return when
     except SearchTooLong:
         raise _too_costly() from None
