@@ -232,7 +232,8 @@ def _bridge_write(io: RunIO, data: bytes) -> None:
     while b"\n" in io.request:
         line, _, rest = bytes(io.request).partition(b"\n")
         io.request = bytearray(rest)
-        reply = b'{"e": "request too large"}' if io.oversized else io.on_request(line)
+        too_large = io.oversized or len(line) > MAX_REQUEST
+        reply = b'{"e": "request too large"}' if too_large else io.on_request(line)
         io.oversized = False
         io.reply += reply + b"\n"
     if len(io.request) > MAX_REQUEST:  # drop the rest of this line, answer it with an error
