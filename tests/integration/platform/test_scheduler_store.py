@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from conftest import EveryRules, World  # type: ignore[import-not-found]
+from tests.integration.platform.scheduler_world import EveryRules, World
 
 from almanac.db import Database
 from almanac.platform import planning

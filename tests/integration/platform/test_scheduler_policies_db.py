@@ -1,0 +1,274 @@
+"""Every policy through the real store, with a manual clock: misfire, overlap, expiry,
+retries, priority, pause / resume / trigger, rule changes, jobs by key, atomic effects."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from tests.integration.platform.scheduler_world import World
+
+from almanac.platform import planning, policies
+from almanac.platform.effects import CapabilityError
+from almanac.platform.models import Schedule
+
+
+def _down_for(world: World, sid: int, minutes: int, extra_s: int = 1):
+    first = world.schedule(sid).next_run_at
+    world.clock.set(first + timedelta(minutes=minutes, seconds=extra_s))
+    return first
+
+
+def _drain(world: World) -> None:
+    for _ in range(50):
+        if not world.tick() and world.store.backlog(world.tenant, world.clock.now()) == 0:
+            return
+
+
+def test_misfire_run_once_runs_the_latest_and_records_the_rest_skipped(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60, misfire="run_once")
+    first = _down_for(world, sid, 10)
+    _drain(world)
+    ran = world.runs(status="succeeded")
+    assert [r.scheduled_for for r in ran] == [first + timedelta(minutes=10)]
+    assert len(world.runs(status="skipped")) == 10
+    assert world.schedule(sid).next_run_at == first + timedelta(minutes=11)
+
+
+def test_misfire_run_all_runs_each_in_order(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60, misfire="run_all")
+    first = _down_for(world, sid, 4)
+    _drain(world)
+    assert [r.scheduled_for for r in world.runs(status="succeeded")] == [first + timedelta(minutes=m) for m in range(5)]
+    assert [c["scheduledFor"] for c in world.calls] == sorted(c["scheduledFor"] for c in world.calls)
+
+
+def test_misfire_skip_runs_nothing_missed(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60, misfire="skip")
+    first = _down_for(world, sid, 5, extra_s=30)
+    _drain(world)
+    # 09:05 is 30 s late: within MISFIRE_GRACE_S, merely late, so it runs; the five before were missed.
+    assert [r.scheduled_for for r in world.runs(status="succeeded")] == [first + timedelta(minutes=5)]
+    assert len(world.runs(status="skipped")) == 5
+
+
+def test_occurrences_older_than_the_catchup_window_are_expired(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60, misfire="run_all", catchup_window_s=180)
+    _down_for(world, sid, 10)
+    _drain(world)
+    assert len(world.runs(status="expired")) == 8
+    assert len(world.runs(status="succeeded")) == 3
+    assert all("catchup_window_s" in r.reason for r in world.runs(status="expired"))
+
+
+def _hold_a_run(world: World, sid: int):
+    world.clock.set(world.schedule(sid).next_run_at)
+    (held,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    world.clock.advance(60)
+    return held
+
+
+def test_overlap_skip_records_skipped(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60, overlap="skip")
+    _hold_a_run(world, sid)
+    assert world.tick() == []
+    (skipped,) = world.runs(status="skipped")
+    assert skipped.reason == "the previous run was still running"
+
+
+def test_overlap_queue_runs_after_the_previous_finishes(world: World) -> None:
+    from almanac.platform.store import Outcome
+
+    sid = world.add_schedule(world.add_script(), every=60, overlap="queue")
+    held = _hold_a_run(world, sid)
+    assert world.tick() == []
+    assert [o.status for o in world.occurrences(schedule_id=sid)][:2] == ["running", "queued"]
+    world.store.finish(held, Outcome("succeeded", started_at=world.clock.now()), None, world.clock.now())
+    (claim,) = world.tick()
+    assert claim.scheduled_for == held.scheduled_for + timedelta(seconds=60)
+
+
+def test_overlap_queue_waits_at_most_until_the_blockers_lease_lapses(world: World) -> None:
+    from almanac.platform.store import Outcome
+
+    sid = world.add_schedule(world.add_script(timeout_ms=1000), every=60, overlap="queue")
+    held = _hold_a_run(world, sid)
+    assert world.tick() == []  # queued behind a run that is still leased
+    world.clock.set(held.lease_until + timedelta(seconds=1))
+    (retry,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    assert retry.attempt == 2 and retry.occurrence_id == held.occurrence_id  # the dead one, retried
+    world.store.finish(retry, Outcome("succeeded", started_at=world.clock.now()), None, world.clock.now())
+    (queued,) = world.tick()  # the queued one waited for the retry too
+    assert queued.scheduled_for == held.scheduled_for + timedelta(seconds=60)
+
+
+def test_overlap_allow_runs_alongside(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60, overlap="allow")
+    _hold_a_run(world, sid)
+    assert len(world.tick()) == 1
+
+
+def test_expire_after(world: World) -> None:
+    script = world.add_script()
+    world.put_job("late", script, world.clock.now(), expire_after_s=30)
+    world.clock.advance(31)
+    assert world.tick() == []
+    (run,) = world.runs()
+    assert run.status == "expired" and world.job("late").state == "done"
+
+
+def test_failed_runs_are_retried_with_doubling_backoff(world: World) -> None:
+    def boom(source, event, caps):
+        raise RuntimeError("nope")
+
+    world.behaviour = boom
+    world.put_job("flaky", world.add_script(), world.clock.now(), max_attempts=3)
+    assert len(world.tick()) == 1
+    world.clock.advance(9)
+    assert world.tick() == []
+    world.clock.advance(1)
+    assert world.tick()[0].attempt == 2
+    world.clock.advance(19)
+    assert world.tick() == []
+    world.clock.advance(1)
+    assert world.tick()[0].attempt == 3
+    world.clock.advance(3600)
+    assert world.tick() == []
+    runs = world.runs()
+    assert [r.status for r in runs] == ["failed"] * 3
+    assert "retry 2 of 3" in runs[0].reason and "retry" not in runs[2].reason
+    assert runs[0].error == "RuntimeError: nope"
+    assert world.job("flaky").state == "done"
+
+
+def test_priority_among_occurrences_due_together(world: World) -> None:
+    script = world.add_script()
+    now = world.clock.now()
+    for key, prio in (("low", 0), ("high", 9), ("mid", 5)):
+        world.put_job(key, script, now, priority=prio)
+    order = [world.store.claim_due(world.tenant, now, 1).claims[0].job_key for _ in range(3)]
+    assert order == ["high", "mid", "low"]
+
+
+def test_pause_resume_and_trigger(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60)
+    with world.session() as s:
+        sch = s.get(Schedule, sid)
+        sch.enabled = False
+        planning.replan_schedule(s, sch, world.clock.now(), world.store.rules)
+    world.clock.advance(600)
+    assert world.tick() == [] and world.occurrences(status="planned") == []
+    with world.session() as s:
+        sch = s.get(Schedule, sid)
+        sch.enabled = True
+        planning.replan_schedule(s, sch, world.clock.now(), world.store.rules)
+        planning.trigger_now(s, sch, world.clock.now())
+    (claim,) = world.tick()
+    assert claim.trigger == "trigger" and world.schedule(sid).next_run_at > world.clock.now()
+
+
+def test_a_rule_change_replaces_planned_occurrences(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60)
+    with world.session() as s:
+        sch = s.get(Schedule, sid)
+        sch.rrule, sch.version = "EVERY 3600", sch.version + 1
+        planning.replan_schedule(s, sch, world.clock.now(), world.store.rules)
+    (occ,) = world.occurrences(status="planned")
+    assert occ.schedule_version == 2 and occ.scheduled_for.minute == 0
+
+
+def test_an_occurrence_of_an_old_version_is_dropped_not_run(world: World) -> None:
+    sid = world.add_schedule(world.add_script(), every=60)
+    with world.session() as s:
+        s.get(Schedule, sid).version += 1  # changed by another process that has not replanned yet
+    world.clock.advance(120)
+    assert world.tick() == [] and world.runs() == []
+
+
+def test_job_upsert_by_key(world: World) -> None:
+    script = world.add_script()
+    now = world.clock.now()
+    world.put_job("k", script, now + timedelta(hours=1), payload={"v": 1})
+    world.put_job("k", script, now + timedelta(hours=2), payload={"v": 2})
+    (occ,) = world.occurrences(status="planned")
+    assert occ.scheduled_for == now + timedelta(hours=2)
+    world.clock.advance(hours=2)
+    world.tick()
+    assert world.calls[-1]["payload"] == {"v": 2} and world.calls[-1]["jobKey"] == "k"
+    world.put_job("k", script, now + timedelta(hours=2), payload={"v": 3})  # same time: ran already
+    assert world.tick() == [] and world.job("k").state == "done"
+    world.put_job("k", script, now + timedelta(hours=3))  # new time: runs again
+    world.clock.advance(hours=1)
+    assert len(world.tick()) == 1
+
+
+def test_cancelled_job_does_not_run(world: World) -> None:
+    script = world.add_script()
+    world.put_job("k", script, world.clock.now())
+    with world.session() as s:
+        from sqlalchemy import select
+
+        from almanac.platform.models import Job
+
+        planning.cancel_job(s, s.execute(select(Job).where(Job.key == "k")).scalar_one(), world.clock.now())
+    assert world.tick() == [] and world.job("k").state == "cancelled"
+
+
+def test_effects_apply_only_when_the_run_succeeds(world: World) -> None:
+    def script(source, event, caps):
+        caps.kv_set("count", (caps.kv_get("count") or 0) + 1)
+        assert caps.kv_get("count") >= 1  # reads see the run's own writes
+        caps.emit("counted", {"n": 1})
+        caps.schedule_at("2026-11-22T09:00:00Z", {"again": True}, "follow")
+        if event["payload"] == "fail":
+            raise ValueError("after the effects")
+        return caps.kv_list("")
+
+    world.behaviour = script
+    script_id = world.add_script()
+    world.put_job("bad", script_id, world.clock.now(), payload="fail", max_attempts=1)
+    world.tick()
+    assert world.store.kv_read(world.tenant, "count") is None
+    world.put_job("good", script_id, world.clock.now(), payload="ok")
+    world.tick()
+    assert world.store.kv_read(world.tenant, "count") == 1
+    follow = world.job("follow")
+    assert (follow.root_key, follow.depth, follow.state) == ("good", 1, "pending")
+    good_run = world.runs(job_key="good")[0]
+    assert good_run.output == '["count"]'
+
+
+def test_follow_up_chain_is_bounded(world: World) -> None:
+    def again(source, event, caps):
+        caps.schedule_at("2026-11-21T09:00:00Z", None, "loop")
+
+    world.behaviour = again
+    world.put_job("loop", world.add_script(), world.clock.now(), max_attempts=1)
+    with world.session() as s:
+        from sqlalchemy import update
+
+        from almanac.platform.models import Job
+
+        s.execute(update(Job).values(depth=policies.MAX_FOLLOW_UPS))
+    world.tick()
+    (run,) = world.runs()
+    assert run.status == "failed" and "chain" in run.error
+
+
+def test_capability_errors() -> None:
+    from datetime import datetime, timezone
+
+    from almanac.platform.effects import RunEffects
+
+    caps = RunEffects(lambda k: None, lambda p: [], now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=0)
+    for call in (
+        lambda: caps.kv_set("x" * 513, 1),
+        lambda: caps.kv_set("k", "x" * 70_000),
+        lambda: caps.kv_set("k", float("nan")),
+        lambda: caps.schedule_at("tomorrow", None),
+        lambda: caps.schedule_at("2026-01-02T00:00:00", None),
+        lambda: caps.schedule_at("2028-01-02T00:00:00Z", None),
+        lambda: caps.emit("", None),
+    ):
+        with pytest.raises(CapabilityError):
+            call()
