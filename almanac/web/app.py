@@ -32,13 +32,9 @@ def _api_routers() -> list[Any]:
     return routers
 
 
-def _view_setup() -> Any:
-    """The browser UI registers itself if present (almanac.web.views.setup(app, services))."""
-    try:
-        views = importlib.import_module("almanac.web.views")
-    except ImportError:
-        return None
-    return getattr(views, "setup", None)
+def _views() -> Any:
+    """The browser UI package: `setup(app, services)` mounts its pages, `page_error` renders errors as pages."""
+    return importlib.import_module("almanac.web.views")
 
 
 def create_app(
@@ -59,11 +55,11 @@ def create_app(
     app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan)
     app.state.services = services
     app.state.settings = settings
-    setup_views = _view_setup()
-    errors.install(app, getattr(setup_views, "page_error", None) if setup_views else None)
+    views = _views()
+    errors.install(app, getattr(views, "page_error", None))
     app.include_router(ops.router)
     for router in _api_routers():
         app.include_router(router, prefix=API_PREFIX)
-    if setup_views is not None:
-        setup_views(app, services)
+    if hasattr(views, "setup"):
+        views.setup(app, services)
     return app

@@ -1,0 +1,38 @@
+"""`POST /api/v1/recurrence/preview` (SPEC section 5): what a rule means and when it fires next."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from almanac.platform import recurrence
+from almanac.web.deps import CurrentPrincipal, ServicesDep, api_router
+
+# Preview changes nothing, so a viewer may use it (the rule builder shows it to everyone).
+router = api_router(prefix="/recurrence", tags=["recurrence"], read="viewer", write="viewer")
+
+
+class PreviewIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    # The engine measures the 4 KiB limit in bytes and answers invalid_rule; this only stops absurd bodies.
+    rule: str = Field(max_length=16_384)
+    timezone: str = Field(default="UTC", max_length=64)
+    start: datetime | None = None
+    count: int = Field(default=10, ge=1, le=50)
+
+
+class PreviewOut(BaseModel):
+    input_kind: str
+    rrule: str
+    description: str
+    next: list[datetime]
+
+
+@router.post("/preview")
+def preview(body: PreviewIn, principal: CurrentPrincipal, services: ServicesDep) -> PreviewOut:
+    result = recurrence.preview(
+        body.rule, body.timezone, start=body.start, now=services.clock.now(), count=body.count,
+        min_interval_s=principal.min_interval_seconds,
+    )
+    return PreviewOut(input_kind=result.input_kind, rrule=result.rrule, description=result.description, next=result.next)
