@@ -1,0 +1,140 @@
+"""The outbound address guard (SSRF): a tenant's webhook may not reach the platform's own network.
+
+Two checks, both needed:
+
+- `check_url()` when a target is created or changed: the URL's shape, and the
+  addresses its host resolves to right now.
+- `resolve_pinned()` before every delivery: resolve once, refuse if any
+  answer is forbidden, and hand back the addresses the sender must connect
+  to. The sender never resolves the name again, so a DNS answer that changes
+  between check and connect (rebinding) cannot smuggle a private address in.
+
+An address is forbidden unless it is globally routable unicast: loopback,
+private ranges, link-local (cloud metadata 169.254.169.254 included), CGNAT
+100.64/10, unique-local fc00::/7, multicast, reserved, unspecified (0.0.0.0,
+::), and IPv6 forms that carry an IPv4 address inside (mapped ::ffff:a.b.c.d,
+compatible ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo) are judged
+by that inner address. The operator may lift the guard with
+`ALMANAC_ALLOW_PRIVATE_TARGETS=1` (tests with loopback receivers do).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from dataclasses import dataclass
+from typing import Callable
+from urllib.parse import urlsplit
+
+from almanac.errors import ValidationError
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+Resolver = Callable[[str, int], list[str]]
+
+URL_MAX = 2048
+# Ranges refused even where a Python version's `is_global` would let them through.
+_EXTRA_FORBIDDEN = [ipaddress.ip_network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+    "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24",
+    "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
+    "::/128", "::1/128", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8", "2001:db8::/32",
+    "100::/64",
+)]
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_V4_COMPAT = ipaddress.ip_network("::/96")
+
+
+class ForbiddenTarget(ValidationError):
+    """The URL or its addresses are not allowed as an outbound target."""
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """Where one delivery connects: the name for Host/SNI, and the checked addresses."""
+
+    host: str
+    port: int
+    addresses: tuple[str, ...]
+
+
+def _inner_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address carries, if it is one of the embedding forms."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip.teredo is not None:
+        return ip.teredo[1]  # the client's address
+    if ip in _NAT64 or (ip in _V4_COMPAT and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
+def is_forbidden(address: str | IPAddress) -> bool:
+    """True unless the address is globally routable unicast (judging embedded IPv4 by itself)."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0] if isinstance(address, str) else address)
+    except ValueError:
+        return True  # not an address at all: refuse rather than guess
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = _inner_v4(ip)
+        if inner is not None and is_forbidden(inner):
+            return True
+    if any(ip in net for net in _EXTRA_FORBIDDEN if net.version == ip.version):
+        return True
+    return ip.is_multicast or not ip.is_global
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """Every address the system resolver gives for host (both families), in its order."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    seen: list[str] = []
+    for info in infos:
+        addr = str(info[4][0])
+        if addr not in seen:
+            seen.append(addr)
+    return seen
+
+
+def split_url(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an http(s) URL without credentials; raises ForbiddenTarget otherwise."""
+    if not isinstance(url, str) or len(url) > URL_MAX or any(c in url for c in "\r\n\t "):
+        raise ForbiddenTarget(f"A webhook URL must be one line of at most {URL_MAX} characters.")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ForbiddenTarget("The webhook URL cannot be read.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ForbiddenTarget("A webhook URL must start with http:// or https:// and name a host.")
+    if parts.username is not None or parts.password is not None:
+        raise ForbiddenTarget("A webhook URL may not carry a user name or password; sign with the secret instead.")
+    return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def resolve_pinned(url: str, *, allow_private: bool, resolver: Resolver = system_resolver) -> Pinned:
+    """Resolve the URL's host once and check every answer; the sender connects only to these."""
+    _scheme, host, port = split_url(url)
+    try:
+        literal = ipaddress.ip_address(host)
+        addresses = [str(literal)]
+    except ValueError:
+        try:
+            addresses = resolver(host, port)
+        except (OSError, UnicodeError) as exc:
+            raise ForbiddenTarget(f"The host {host!r} cannot be resolved ({exc}).") from None
+    if not addresses:
+        raise ForbiddenTarget(f"The host {host!r} has no addresses.")
+    if not allow_private:
+        bad = [a for a in addresses if is_forbidden(a)]
+        if bad:
+            raise ForbiddenTarget(
+                f"The host {host!r} resolves to a private, loopback or otherwise internal address "
+                f"({bad[0]}); the operator has not allowed such targets.")
+    return Pinned(host=host, port=port, addresses=tuple(addresses))
+
+
+def check_url(url: str, *, allow_private: bool, resolver: Resolver = system_resolver) -> str:
+    """The creation-time check: the same as at delivery, so a refused URL is never stored."""
+    resolve_pinned(url, allow_private=allow_private, resolver=resolver)
+    return url
