@@ -1,0 +1,49 @@
+// Almanac's only script besides htmx: no build step, nothing required for the pages to work.
+(function () {
+  "use strict";
+  // The server shows times in the viewer's zone when it knows it; this is how it knows.
+  try {
+    var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (tz && document.cookie.indexOf("tz=" + encodeURIComponent(tz)) < 0) {
+      document.cookie = "tz=" + encodeURIComponent(tz) + "; path=/; max-age=31536000; samesite=lax";
+    }
+  } catch (e) { /* an old browser keeps UTC */ }
+
+  // Line numbers beside a code textarea: a gutter that follows its scrolling.
+  function numberLines(area) {
+    var gutter = area.parentNode.querySelector(".gutter");
+    if (!gutter) return;
+    var errLine = parseInt(area.getAttribute("data-error-line") || "0", 10);
+    function draw() {
+      var count = area.value.split("\n").length;
+      var out = [];
+      for (var i = 1; i <= count; i++) {
+        out.push(i === errLine ? '<span class="err">' + i + "</span>" : String(i));
+      }
+      gutter.innerHTML = out.join("\n");
+      gutter.scrollTop = area.scrollTop;
+    }
+    area.addEventListener("input", draw);
+    area.addEventListener("scroll", function () { gutter.scrollTop = area.scrollTop; });
+    // Tab indents instead of leaving the field; Escape then Tab still leaves it (keyboard users).
+    var escaped = false;
+    area.addEventListener("keydown", function (ev) {
+      if (ev.key === "Escape") { escaped = true; return; }
+      if (ev.key === "Tab" && !ev.shiftKey && !escaped) {
+        ev.preventDefault();
+        var s = area.selectionStart;
+        area.value = area.value.slice(0, s) + "  " + area.value.slice(area.selectionEnd);
+        area.selectionStart = area.selectionEnd = s + 2;
+        draw();
+      }
+      escaped = false;
+    });
+    draw();
+  }
+  function init() {
+    var areas = document.querySelectorAll("textarea.code");
+    for (var i = 0; i < areas.length; i++) numberLines(areas[i]);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();

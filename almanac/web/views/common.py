@@ -1,0 +1,225 @@
+"""What every page shares: templates, the session, CSRF, and the one page gate.
+
+`page_router()` attaches `PageGate` to a router, as `api_router()` does with
+`RoleGate` for the API: reads need the router's `read` role, writes its
+`write` role, and every write must carry the session's CSRF token. A test
+walks the app and checks that every page route carries the gate, so no
+route can forget it.
+
+The session is Starlette's signed cookie (itsdangerous); it holds the user
+id, the chosen tenant's slug and the CSRF token, nothing else of weight.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from jinja2 import pass_context
+
+from almanac.errors import Forbidden, Unauthorized
+from almanac.tenants.auth import Principal, principal_for_member
+from almanac.tenants.models import ROLES
+from almanac.worker import Services
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "x-csrf-token"
+# Session keys: who, which tenant, and the synchronizer token for forms.
+USER_KEY, TENANT_KEY, CSRF_KEY, FLASH_KEY = "uid", "tenant", "csrf", "flash"
+# Pages only load our own files: no inline script, no third-party origin, no framing.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent / "templates"))
+
+
+# -- time -------------------------------------------------------------------------
+
+
+def viewer_zone(request: Request) -> ZoneInfo:
+    """The browser's time zone, which static/app.js keeps in the `tz` cookie; UTC until it has."""
+    name = request.cookies.get("tz", "")
+    try:
+        return ZoneInfo(name) if name else ZoneInfo("UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+def format_when(value: datetime | None, zone: ZoneInfo | str | None = None) -> str:
+    if value is None:
+        return "—"
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    zone = ZoneInfo(zone) if isinstance(zone, str) else zone
+    local = value.astimezone(zone or timezone.utc)
+    return local.strftime("%a %Y-%m-%d %H:%M") + f" {local.tzname()}"
+
+
+def _when_filter(context: Any, value: datetime | None, zone: ZoneInfo | str | None = None) -> str:
+    return format_when(value, zone or context.get("viewer_tz"))
+
+
+templates.env.filters["when"] = pass_context(_when_filter)
+
+
+# -- session and CSRF ---------------------------------------------------------------
+
+
+def csrf_token(request: Request) -> str:
+    """The session's synchronizer token, made on first use (also before sign-in, for the login form)."""
+    token = request.session.get(CSRF_KEY)
+    if not token:
+        token = request.session[CSRF_KEY] = secrets.token_urlsafe(32)
+    return token
+
+
+async def check_csrf(request: Request) -> None:
+    """Refuse a write whose token (header for htmx, form field otherwise) is not the session's."""
+    expected = request.session.get(CSRF_KEY)
+    sent = request.headers.get(CSRF_HEADER)
+    if sent is None and request.headers.get("content-type", "").startswith(
+        ("application/x-www-form-urlencoded", "multipart/form-data")
+    ):
+        form = await request.form()  # Starlette caches it, so the route still reads the same form
+        value = form.get(CSRF_FIELD)
+        sent = value if isinstance(value, str) else None
+    if not expected or not sent or not hmac.compare_digest(str(expected), sent):
+        raise Forbidden("This form has expired or did not come from this site; reload the page and try again.")
+
+
+def start_session(request: Request, user_id: int, tenant_slug: str | None) -> None:
+    """A fresh session at sign-in: nothing from before survives, and the CSRF token is new."""
+    request.session.clear()
+    request.session[USER_KEY] = user_id
+    if tenant_slug:
+        request.session[TENANT_KEY] = tenant_slug
+    request.session[CSRF_KEY] = secrets.token_urlsafe(32)
+
+
+def flash(request: Request, message: str, kind: str = "ok") -> None:
+    """A one-line notice shown on the next page rendered (after a redirect)."""
+    request.session.setdefault(FLASH_KEY, []).append([kind, message])
+    request.session[FLASH_KEY] = request.session[FLASH_KEY]  # mark the session modified
+
+
+def get_services(request: Request) -> Services:
+    return request.app.state.services
+
+
+def session_principal(request: Request, services: Services) -> Principal:
+    """The signed-in person in the chosen tenant; the membership is read again on every request."""
+    user_id, slug = request.session.get(USER_KEY), request.session.get(TENANT_KEY)
+    if not user_id:
+        raise Unauthorized("Sign in to see this page.")
+    if not slug:
+        raise Unauthorized("Choose a tenant first.")  # page_error sends this to /tenants
+    with services.db.shared_session() as session:
+        try:
+            return principal_for_member(session, int(user_id), str(slug))
+        except Unauthorized:
+            # Removed from the tenant since signing in: forget the choice, keep nothing stale.
+            request.session.pop(TENANT_KEY, None)
+            raise
+
+
+# -- the gate ---------------------------------------------------------------------
+
+
+class PageGate:
+    """The one check of every page route: signed in, CSRF on writes, role for the method.
+
+    `read=None` marks pages anyone may see (sign-in); their writes still need the CSRF token.
+    """
+
+    def __init__(self, read: str | None = "viewer", write: str | None = "editor") -> None:
+        assert read is None or read in ROLES
+        assert write is None or write in ROLES
+        self.read, self.write = read, write
+
+    async def __call__(self, request: Request) -> Principal | None:
+        is_write = request.method not in READ_METHODS
+        needed = self.write if is_write else self.read
+        principal = None
+        if needed is not None:
+            principal = session_principal(request, get_services(request))
+            request.state.principal = principal
+        if is_write:
+            await check_csrf(request)
+        if principal is not None and needed is not None and not principal.has(needed):
+            raise Forbidden(f"This needs the {needed} role; you are {_article(principal.role)} {principal.role}.")
+        return principal
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def page_router(*, read: str | None = "viewer", write: str | None = "editor") -> APIRouter:
+    router = APIRouter(dependencies=[Depends(PageGate(read, write))], include_in_schema=False)
+    router.page_gate = (read, write)  # type: ignore[attr-defined]  (read by the route meta-test)
+    return router
+
+
+def current_principal(request: Request) -> Principal:
+    """The principal the gate found (the gate runs first, as a router dependency)."""
+    principal = getattr(request.state, "principal", None)
+    if principal is None:
+        raise Unauthorized("Sign in to see this page.")
+    return principal
+
+
+PagePrincipal = Annotated[Principal, Depends(current_principal)]
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+# -- responses ----------------------------------------------------------------------
+
+
+def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    principal = getattr(request.state, "principal", None)
+    base = {
+        "principal": principal,
+        "csrf_token": csrf_token(request),
+        "viewer_tz": viewer_zone(request),
+        "flashes": request.session.pop(FLASH_KEY, []) if not is_htmx(request) else [],
+        "nav": _nav(principal),
+        "path": request.url.path,
+    }
+    response = templates.TemplateResponse(request, name, {**base, **context}, status_code=status_code)
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+def _nav(principal: Principal | None) -> list[tuple[str, str]]:
+    if principal is None:
+        return []
+    items = [("/", "Dashboard"), ("/schedules", "Schedules"), ("/jobs", "Jobs"), ("/runs", "Runs")]
+    if principal.has("admin"):
+        items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members")]
+    return items
+
+
+def redirect(url: str, request: Request | None = None) -> Response:
+    """After a write: 303 so the browser GETs the next page (htmx gets HX-Redirect instead)."""
+    if request is not None and is_htmx(request):
+        return Response(status_code=204, headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)
+
+
+def is_htmx(request: Request) -> bool:
+    return request.headers.get("hx-request") == "true"
