@@ -28,7 +28,7 @@ class Claim:
     """One attempt of one occurrence, leased to the caller until `lease_until`."""
 
     tenant: str
-    occurrence_id: int
+    occurrence_id: int | None  # None for a manual run
     run_id: int
     lease_token: str
     lease_until: datetime

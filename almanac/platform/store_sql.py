@@ -259,9 +259,7 @@ class SqlStore:
         if retry is not None:
             reason += f"; retry {claim.attempt + 1} of {claim.policy.max_attempts} at {retry.isoformat()}"
         with self.db.tenant_session(claim.tenant) as s:
-            cond = (O.c.id == claim.occurrence_id) & (O.c.lease_token == claim.lease_token) & (O.c.status == RUNNING)
-            values = dict(status=PLANNED, due_at=retry) if retry else dict(status=DONE, due_at=None)
-            if s.execute(update(O).where(cond).values(lease_token=None, lease_until=None, **values)).rowcount != 1:
+            if not self._fence(s, claim, retry):
                 log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
                 return False  # our lease lapsed and someone else took over: apply nothing
             s.execute(update(R).where(R.c.id == claim.run_id, R.c.lease_token == claim.lease_token).values(
@@ -278,6 +276,38 @@ class SqlStore:
                 s.execute(update(J).where(J.c.id == claim.job_id, J.c.state == JOB_PENDING,
                                           J.c.run_at == claim.scheduled_for).values(state=JOB_DONE, updated_at=now))
         return True
+
+    def _fence(self, s: Session, claim: Claim, retry: datetime | None) -> bool:
+        """Release the occurrence (or a manual run) only if it still holds our lease token."""
+        if claim.occurrence_id is None:
+            cond = (R.c.id == claim.run_id) & (R.c.lease_token == claim.lease_token) & (R.c.status == RUNNING)
+            return s.execute(update(R).where(cond).values(lease_token=claim.lease_token)).rowcount == 1
+        cond = (O.c.id == claim.occurrence_id) & (O.c.lease_token == claim.lease_token) & (O.c.status == RUNNING)
+        values = dict(status=PLANNED, due_at=retry) if retry else dict(status=DONE, due_at=None)
+        return s.execute(update(O).where(cond).values(lease_token=None, lease_until=None, **values)).rowcount == 1
+
+    def claim_manual(self, tenant: str, script_id: int, payload: Any, now: datetime) -> Claim:
+        """A run of a script right now, outside any schedule (`POST /scripts/{id}/run`): never retried."""
+        with self.db.tenant_session(tenant) as s:
+            query = (
+                select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SV.c.version, SV.c.source)
+                .join(SV, (SV.c.script_id == SC.c.id) & (SV.c.version == SC.c.current_version))
+                .where(SC.c.id == script_id)
+            )
+            script = s.execute(query).one()
+            token = uuid.uuid4().hex
+            run_id = s.execute(R.insert().values(
+                script_id=script.id, script_version=script.version, trigger="manual", scheduled_for=now,
+                created_at=now, started_at=now, status=RUNNING, attempt=1, lease_token=token,
+            )).inserted_primary_key[0]
+        return Claim(
+            tenant=tenant, occurrence_id=None, run_id=run_id, lease_token=token,
+            lease_until=policies.lease_until(now, script.timeout_ms, self.lease_margin_s), attempt=1,
+            trigger="manual", scheduled_for=now, claimed_at=now, schedule_id=None, job_id=None, job_key=None,
+            job_depth=None, job_root=None, script_id=script.id, script_version=script.version,
+            source=script.source, timeout_ms=script.timeout_ms, memory_mb=script.memory_mb, payload=payload,
+            policy=policies.Policy(max_attempts=1),
+        )
 
     def _apply(self, s: Session, claim: Claim, effects: RunEffects, now: datetime) -> None:
         """The run's buffered effects, in its finishing transaction."""

@@ -1,0 +1,289 @@
+"""Scripts, schedules, jobs, runs and kv as the API uses them: each function works inside
+the caller's transaction (one per request) and takes `now`; none commits.
+
+Errors are almanac.errors classes; a missing id and another tenant's id are the same
+NotFound, because every query runs in the caller's own tenant schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from almanac.errors import Conflict, NotFound, ScriptSyntaxError, ValidationError
+from almanac.platform import planning, recurrence
+from almanac.platform.models import (
+    JOB_PENDING, KV, PLANNED, QUEUED, RUNNING, Job, Occurrence, Run, Schedule, Script, ScriptVersion,
+)
+
+RULE_FIELDS = ("rule", "timezone", "start")
+PLAN_FIELDS = ("enabled", "priority")
+POLICY_FIELDS = ("misfire", "catchup_window_s", "overlap", "expire_after_s", "max_attempts", "retry_backoff_s")
+MAX_PAGE = 200
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+# -- scripts ------------------------------------------------------------------------------
+
+
+def check_source(runner: Any, source: str) -> None:
+    problem = runner.check_syntax(source)
+    if problem is not None:
+        message, line, column = problem
+        raise ScriptSyntaxError(f"The script does not parse: {message}", details={"line": line, "column": column})
+
+
+def create_script(s: Session, runner: Any, name: str, source: str, timeout_ms: int, memory_mb: int,
+                  now: datetime) -> Script:
+    check_source(runner, source)
+    if s.execute(select(Script.id).where(Script.name == name)).first():
+        raise Conflict(f"A script named {name!r} exists already.")
+    script = Script(name=name, current_version=1, timeout_ms=timeout_ms, memory_mb=memory_mb,
+                    created_at=now, updated_at=now)
+    s.add(script)
+    s.flush()
+    s.add(ScriptVersion(script_id=script.id, version=1, source=source, created_at=now))
+    return script
+
+
+def get_script(s: Session, script_id: int) -> Script:
+    script = s.get(Script, script_id)
+    if script is None:
+        raise NotFound(f"There is no script {script_id}.")
+    return script
+
+
+def script_source(s: Session, script: Script) -> str:
+    return s.execute(select(ScriptVersion.source).where(
+        ScriptVersion.script_id == script.id, ScriptVersion.version == script.current_version)).scalar_one()
+
+
+def update_script(s: Session, runner: Any, script_id: int, changes: dict[str, Any], now: datetime) -> Script:
+    script = get_script(s, script_id)
+    if "name" in changes and changes["name"] != script.name:
+        if s.execute(select(Script.id).where(Script.name == changes["name"])).first():
+            raise Conflict(f"A script named {changes['name']!r} exists already.")
+        script.name = changes["name"]
+    for name in ("timeout_ms", "memory_mb"):
+        if changes.get(name) is not None:
+            setattr(script, name, changes[name])
+    if changes.get("source") is not None:
+        check_source(runner, changes["source"])
+        script.current_version += 1
+        s.add(ScriptVersion(script_id=script.id, version=script.current_version, source=changes["source"],
+                            created_at=now))
+    script.updated_at = now
+    return script
+
+
+def delete_script(s: Session, script_id: int) -> None:
+    script = get_script(s, script_id)
+    if s.execute(select(Schedule.id).where(Schedule.script_id == script_id)).first():
+        raise Conflict("Schedules use this script; delete or change them first.")
+    if s.execute(select(Job.id).where(Job.script_id == script_id, Job.state == JOB_PENDING)).first():
+        raise Conflict("Pending jobs use this script; cancel them first.")
+    s.delete(script)
+
+
+# -- schedules ----------------------------------------------------------------------------
+
+
+def parse_rule(rule: str, timezone: str, start: datetime | None, now: datetime, min_interval_s: int) -> Any:
+    """Parse and vet a rule as SPEC section 5 says (invalid_rule, never_fires, too_frequent)."""
+    rec = recurrence.parse(rule, timezone, start=start, now=now)
+    recurrence.ensure_fires(rec, now)
+    recurrence.ensure_min_interval(rec, now, min_interval_s)
+    return rec
+
+
+def create_schedule(s: Session, rules: planning.Rules, fields: dict[str, Any], *, now: datetime,
+                    min_interval_s: int) -> Schedule:
+    get_script(s, fields["script_id"])
+    rec = parse_rule(fields["rule"], fields["timezone"], fields.get("start"), now, min_interval_s)
+    sch = Schedule(
+        name=fields["name"], script_id=fields["script_id"], rule_text=fields["rule"], input_kind=rec.input_kind,
+        rrule=rec.canonical, timezone=rec.timezone, payload=dumps(fields.get("payload")),
+        enabled=fields["enabled"], priority=fields["priority"], version=1, created_at=now, updated_at=now,
+        **{name: fields[name] for name in POLICY_FIELDS},
+    )
+    s.add(sch)
+    s.flush()
+    planning.replan_schedule(s, sch, now, rules)
+    return sch
+
+
+def get_schedule(s: Session, schedule_id: int) -> Schedule:
+    sch = s.get(Schedule, schedule_id)
+    if sch is None:
+        raise NotFound(f"There is no schedule {schedule_id}.")
+    return sch
+
+
+def update_schedule(s: Session, rules: planning.Rules, schedule_id: int, changes: dict[str, Any], *,
+                    now: datetime, min_interval_s: int) -> Schedule:
+    """PATCH: a change of rule, time zone, start, enabled or priority replaces what is planned."""
+    sch = get_schedule(s, schedule_id)
+    if "script_id" in changes:
+        get_script(s, changes["script_id"])
+    if any(name in changes for name in RULE_FIELDS):
+        rule = changes.get("rule", sch.rule_text)
+        rec = parse_rule(rule, changes.get("timezone", sch.timezone), changes.get("start"), now, min_interval_s)
+        sch.rule_text, sch.input_kind, sch.rrule, sch.timezone = rule, rec.input_kind, rec.canonical, rec.timezone
+    if "payload" in changes:
+        sch.payload = dumps(changes["payload"])
+    for name in ("name", "script_id", *PLAN_FIELDS, *POLICY_FIELDS):
+        if name in changes:
+            setattr(sch, name, changes[name])
+    sch.updated_at = now
+    if any(name in changes for name in (*RULE_FIELDS, *PLAN_FIELDS)):
+        sch.version += 1  # occurrences planned under the old version are dropped, wherever they are
+        planning.replan_schedule(s, sch, now, rules)
+    return sch
+
+
+def set_enabled(s: Session, rules: planning.Rules, schedule_id: int, enabled: bool, now: datetime) -> Schedule:
+    sch = get_schedule(s, schedule_id)
+    if sch.enabled != enabled:
+        sch.enabled, sch.version, sch.updated_at = enabled, sch.version + 1, now
+        planning.replan_schedule(s, sch, now, rules)  # resuming plans from now: a pause is not a misfire
+    return sch
+
+
+def delete_schedule(s: Session, schedule_id: int) -> None:
+    sch = get_schedule(s, schedule_id)
+    planning.unplan_schedule(s, sch.id)
+    s.delete(sch)
+
+
+def trigger_schedule(s: Session, schedule_id: int, now: datetime) -> Schedule:
+    sch = get_schedule(s, schedule_id)
+    planning.trigger_now(s, sch, now)
+    return sch
+
+
+def next_times(sch: Schedule, now: datetime, count: int) -> list[datetime]:
+    return recurrence.occurrences(recurrence.load(sch.rrule, sch.input_kind), after=now, count=count)
+
+
+def list_schedules(s: Session) -> list[Schedule]:
+    return list(s.execute(select(Schedule).order_by(Schedule.id)).scalars())
+
+
+# -- jobs ---------------------------------------------------------------------------------
+
+
+def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tuple[Job, bool]:
+    get_script(s, fields["script_id"])
+    existed = s.execute(select(Job.id).where(Job.key == key)).first() is not None
+    values = dict(fields, payload=dumps(fields.get("payload")))
+    try:
+        job = planning.upsert_job(s, key, values, now=now)
+    except IntegrityError:
+        raise Conflict(f"The job {key!r} was created by another request at the same time; retry.") from None
+    return job, not existed
+
+
+def get_job(s: Session, key: str) -> Job:
+    job = s.execute(select(Job).where(Job.key == key)).scalar_one_or_none()
+    if job is None:
+        raise NotFound(f"There is no job {key!r}.")
+    return job
+
+
+def cancel_job(s: Session, key: str, now: datetime) -> Job:
+    job = get_job(s, key)
+    planning.cancel_job(s, job, now)
+    return job
+
+
+def job_next_run_at(s: Session, job: Job) -> datetime | None:
+    return s.execute(select(func.min(Occurrence.scheduled_for)).where(
+        Occurrence.job_id == job.id, Occurrence.status.in_((PLANNED, QUEUED, RUNNING)))).scalar()
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+def encode_cursor(run_id: int) -> str:
+    return base64.urlsafe_b64encode(f"r{run_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if not text.startswith("r"):
+            raise ValueError
+        return int(text[1:])
+    except ValueError:
+        raise ValidationError("The cursor is not one this API gave out.", details={"field": "cursor"}) from None
+
+
+def list_runs(s: Session, *, schedule_id: int | None = None, job_key: str | None = None, status: str | None = None,
+              since: datetime | None = None, limit: int = 50, cursor: str | None = None) -> tuple[list[Run], str | None]:
+    """Newest first; `next_cursor` continues after the last item (keyset pagination on id)."""
+    query = select(Run).order_by(Run.id.desc()).limit(min(limit, MAX_PAGE) + 1)
+    if schedule_id is not None:
+        query = query.where(Run.schedule_id == schedule_id)
+    if job_key is not None:
+        query = query.where(Run.job_key == job_key)
+    if status is not None:
+        query = query.where(Run.status == status)
+    if since is not None:
+        query = query.where(Run.created_at >= since)
+    if cursor:
+        query = query.where(Run.id < decode_cursor(cursor))
+    rows = list(s.execute(query).scalars())
+    page = rows[: min(limit, MAX_PAGE)]
+    more = len(rows) > len(page)
+    return page, encode_cursor(page[-1].id) if more and page else None
+
+
+def get_run(s: Session, run_id: int) -> Run:
+    run = s.get(Run, run_id)
+    if run is None:
+        raise NotFound(f"There is no run {run_id}.")
+    return run
+
+
+# -- kv -----------------------------------------------------------------------------------
+
+
+def kv_get(s: Session, key: str) -> KV:
+    row = s.get(KV, key)
+    if row is None:
+        raise NotFound(f"There is no key {key!r}.")
+    return row
+
+
+def kv_put(s: Session, key: str, value: Any, now: datetime) -> KV:
+    text = dumps(value)
+    if len(text.encode()) > 64 * 1024:
+        raise ValidationError("A value may be at most 64 KiB of JSON.", details={"field": "value"})
+    row = s.get(KV, key)
+    if row is None:
+        row = KV(key=key, value=text, updated_at=now)
+        s.add(row)
+    else:
+        row.value, row.updated_at = text, now
+    return row
+
+
+def kv_delete(s: Session, key: str) -> None:
+    s.delete(kv_get(s, key))
+
+
+def kv_list(s: Session, prefix: str, limit: int = 1000) -> list[KV]:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    query = select(KV).where(KV.key.like(escaped + "%", escape="\\")).order_by(KV.key).limit(limit)
+    return list(s.execute(query).scalars())
+
+

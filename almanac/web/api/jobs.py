@@ -1,0 +1,43 @@
+"""One-off jobs by key (SPEC section 8): PUT creates or replaces, DELETE cancels."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import BackgroundTasks, Path, Response
+
+from almanac.platform import service
+from almanac.platform.models import Job
+from almanac.web.api.schemas_scheduler import JobIn, JobOut
+from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
+
+router = api_router(prefix="/jobs", tags=["jobs"], read="viewer", write="editor")
+Key = Path(min_length=1, max_length=200)
+
+
+def _out(session: TenantSession, job: Job) -> JobOut:
+    return JobOut(
+        key=job.key, script_id=job.script_id, run_at=job.run_at, payload=json.loads(job.payload),
+        expire_after_s=job.expire_after_s, max_attempts=job.max_attempts, priority=job.priority, state=job.state,
+        next_run_at=service.job_next_run_at(session, job), root_key=job.root_key, depth=job.depth,
+        created_at=job.created_at, updated_at=job.updated_at,
+    )
+
+
+@router.put("/{key}")
+def put_job(body: JobIn, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
+            background: BackgroundTasks, response: Response, key: str = Key) -> JobOut:
+    job, created = service.put_job(session, key, body.model_dump(), services.clock.now())
+    response.status_code = 201 if created else 200
+    background.add_task(services.wake, principal.tenant_slug)  # after the commit
+    return _out(session, job)
+
+
+@router.get("/{key}")
+def get_job(session: TenantSession, key: str = Key) -> JobOut:
+    return _out(session, service.get_job(session, key))
+
+
+@router.delete("/{key}")
+def cancel_job(session: TenantSession, services: ServicesDep, key: str = Key) -> JobOut:
+    return _out(session, service.cancel_job(session, key, services.clock.now()))

@@ -1,0 +1,38 @@
+"""The tenant's data (SPEC section 10): the same keys and values that scripts see."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import Path, Query
+
+from almanac.platform import service
+from almanac.web.api.schemas_scheduler import KvIn, KvOut
+from almanac.web.deps import ServicesDep, TenantSession, api_router
+
+router = api_router(prefix="/kv", tags=["kv"], read="viewer", write="editor")
+Key = Path(min_length=1, max_length=512)
+
+
+def _out(row: object) -> KvOut:
+    return KvOut(key=row.key, value=json.loads(row.value), updated_at=row.updated_at)
+
+
+@router.get("")
+def list_keys(session: TenantSession, prefix: str = Query(default="", max_length=512)) -> list[KvOut]:
+    return [_out(row) for row in service.kv_list(session, prefix)]
+
+
+@router.get("/{key:path}")
+def get_key(session: TenantSession, key: str = Key) -> KvOut:
+    return _out(service.kv_get(session, key))
+
+
+@router.put("/{key:path}")
+def put_key(body: KvIn, session: TenantSession, services: ServicesDep, key: str = Key) -> KvOut:
+    return _out(service.kv_put(session, key, body.value, services.clock.now()))
+
+
+@router.delete("/{key:path}", status_code=204)
+def delete_key(session: TenantSession, key: str = Key) -> None:
+    service.kv_delete(session, key)

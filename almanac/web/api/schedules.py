@@ -1,0 +1,94 @@
+"""Schedules (SPEC section 7): editors create and change them; pause, resume, trigger, next dates."""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import BackgroundTasks, Query
+
+from almanac.platform import recurrence, service
+from almanac.platform.models import Schedule
+from almanac.web.api.schemas_scheduler import NextOut, ScheduleIn, ScheduleOut, SchedulePatch
+from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
+
+router = api_router(prefix="/schedules", tags=["schedules"], read="viewer", write="editor")
+
+
+def _out(sch: Schedule) -> ScheduleOut:
+    return ScheduleOut(
+        id=sch.id, name=sch.name, script_id=sch.script_id, rule=sch.rule_text, input_kind=sch.input_kind,
+        rrule=sch.rrule, description=recurrence.describe(recurrence.load(sch.rrule, sch.input_kind)),
+        timezone=sch.timezone, payload=json.loads(sch.payload), enabled=sch.enabled, misfire=sch.misfire,
+        catchup_window_s=sch.catchup_window_s, overlap=sch.overlap, expire_after_s=sch.expire_after_s,
+        max_attempts=sch.max_attempts, retry_backoff_s=sch.retry_backoff_s, priority=sch.priority,
+        next_run_at=sch.next_run_at, created_at=sch.created_at, updated_at=sch.updated_at,
+    )
+
+
+def _changed(session: TenantSession, sch: Schedule, principal: CurrentPrincipal, services: ServicesDep,
+             background: BackgroundTasks) -> ScheduleOut:
+    session.flush()
+    session.refresh(sch)
+    # Wake the timer after the response, i.e. after the request's transaction committed.
+    background.add_task(services.wake, principal.tenant_slug)
+    return _out(sch)
+
+
+@router.get("")
+def list_schedules(session: TenantSession) -> list[ScheduleOut]:
+    return [_out(sch) for sch in service.list_schedules(session)]
+
+
+@router.post("", status_code=201)
+def create_schedule(body: ScheduleIn, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
+                    background: BackgroundTasks) -> ScheduleOut:
+    sch = service.create_schedule(session, services.store.rules, body.model_dump(), now=services.clock.now(),
+                                  min_interval_s=principal.min_interval_seconds)
+    return _changed(session, sch, principal, services, background)
+
+
+@router.get("/{schedule_id}")
+def get_schedule(schedule_id: int, session: TenantSession) -> ScheduleOut:
+    return _out(service.get_schedule(session, schedule_id))
+
+
+@router.patch("/{schedule_id}")
+def update_schedule(schedule_id: int, body: SchedulePatch, session: TenantSession, principal: CurrentPrincipal,
+                    services: ServicesDep, background: BackgroundTasks) -> ScheduleOut:
+    changes = body.model_dump(exclude_unset=True)
+    sch = service.update_schedule(session, services.store.rules, schedule_id, changes, now=services.clock.now(),
+                                  min_interval_s=principal.min_interval_seconds)
+    return _changed(session, sch, principal, services, background)
+
+
+@router.delete("/{schedule_id}", status_code=204)
+def delete_schedule(schedule_id: int, session: TenantSession) -> None:
+    service.delete_schedule(session, schedule_id)
+
+
+@router.post("/{schedule_id}/pause")
+def pause(schedule_id: int, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
+          background: BackgroundTasks) -> ScheduleOut:
+    sch = service.set_enabled(session, services.store.rules, schedule_id, False, services.clock.now())
+    return _changed(session, sch, principal, services, background)
+
+
+@router.post("/{schedule_id}/resume")
+def resume(schedule_id: int, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
+           background: BackgroundTasks) -> ScheduleOut:
+    sch = service.set_enabled(session, services.store.rules, schedule_id, True, services.clock.now())
+    return _changed(session, sch, principal, services, background)
+
+
+@router.post("/{schedule_id}/trigger", status_code=202)
+def trigger(schedule_id: int, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
+            background: BackgroundTasks) -> ScheduleOut:
+    sch = service.trigger_schedule(session, schedule_id, services.clock.now())
+    return _changed(session, sch, principal, services, background)
+
+
+@router.get("/{schedule_id}/next")
+def next_dates(schedule_id: int, session: TenantSession, services: ServicesDep,
+               count: int = Query(default=10, ge=1, le=50)) -> NextOut:
+    sch = service.get_schedule(session, schedule_id)
+    return NextOut(next=service.next_times(sch, services.clock.now(), count))

@@ -1,0 +1,68 @@
+"""Scripts (SPEC section 6): admins upload and change them; everyone may read; run now."""
+
+from __future__ import annotations
+
+
+from almanac.errors import NotFound
+from almanac.platform import service
+from almanac.web.api.schemas_scheduler import RunNowIn, RunOut, ScriptIn, ScriptOut, ScriptPatch, run_out
+from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
+
+router = api_router(prefix="/scripts", tags=["scripts"], read="viewer", write="admin")
+
+
+def _out(session: TenantSession, script: object, with_source: bool = False) -> ScriptOut:
+    return ScriptOut(
+        id=script.id, name=script.name, version=script.current_version, timeout_ms=script.timeout_ms,
+        memory_mb=script.memory_mb, created_at=script.created_at, updated_at=script.updated_at,
+        source=service.script_source(session, script) if with_source else None,
+    )
+
+
+@router.get("")
+def list_scripts(session: TenantSession) -> list[ScriptOut]:
+    from sqlalchemy import select
+
+    from almanac.platform.models import Script
+
+    return [_out(session, s) for s in session.execute(select(Script).order_by(Script.id)).scalars()]
+
+
+@router.post("", status_code=201)
+def create_script(body: ScriptIn, session: TenantSession, services: ServicesDep) -> ScriptOut:
+    script = service.create_script(session, services.runner, body.name, body.source, body.timeout_ms,
+                                   body.memory_mb, services.clock.now())
+    return _out(session, script, with_source=True)
+
+
+@router.get("/{script_id}")
+def get_script(script_id: int, session: TenantSession) -> ScriptOut:
+    return _out(session, service.get_script(session, script_id), with_source=True)
+
+
+@router.put("/{script_id}")
+def update_script(script_id: int, body: ScriptPatch, session: TenantSession, services: ServicesDep) -> ScriptOut:
+    changes = body.model_dump(exclude_unset=True)
+    script = service.update_script(session, services.runner, script_id, changes, services.clock.now())
+    return _out(session, script, with_source=True)
+
+
+@router.delete("/{script_id}", status_code=204)
+def delete_script(script_id: int, session: TenantSession) -> None:
+    service.delete_script(session, script_id)
+
+
+@router.post("/{script_id}/run")
+def run_script(script_id: int, principal: CurrentPrincipal, services: ServicesDep,
+               body: RunNowIn | None = None) -> RunOut:
+    """Runs now and waits. Uses short transactions of its own: none is held open while the script runs."""
+    tenant, now = principal.tenant_slug, services.clock.now()
+    with services.db.tenant_session(tenant) as session:
+        service.get_script(session, script_id)
+    claim = services.store.claim_manual(tenant, script_id, body.payload if body else None, now)
+    services.scheduler.run_claim(claim)
+    with services.db.tenant_session(tenant) as session:
+        run = session.get(service.Run, claim.run_id)
+        if run is None:  # pragma: no cover - the row was written above
+            raise NotFound("The run vanished.")
+        return run_out(run)
