@@ -2,8 +2,8 @@
 
 DTSTART choice (for cron, English, and an RRULE without its own DTSTART):
 the given `start`, or `now` when there is none, truncated to the minute
-(rounded down to a multiple of N for "every N minutes/hours" so those land
-on :00, :15, ...), is a provisional anchor; DTSTART then becomes the first
+(when no start is given, rounded down to a multiple of N for "every N
+minutes/hours" and `*/N` so those land on :00, :15, ...), is a provisional anchor; DTSTART then becomes the first
 occurrence at or after it, and BYHOUR/BYMINUTE/BYSECOND holding one value
 move into DTSTART. So "every weekday at 9am", `0 9 * * 1-5` and
 `FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR;BYHOUR=9;BYMINUTE=0` all become
@@ -20,9 +20,10 @@ from functools import lru_cache
 
 from almanac.errors import ValidationError
 
-from .analysis import ensure_fires, ensure_min_interval, static_reason
+from .analysis import ensure_fires, ensure_min_interval
+from .static import static_reason
 from .describe import describe
-from .engine import SearchTooLong, budget_scope, compile_plan, current_budget
+from .engine import SearchTooLong, budget_scope, compile_plan, limited_budget
 from .expand import rule_walk
 from .model import MAX_INPUT_BYTES, Recurrence, Rule, freq_rank
 from .occurrences import occurrences, to_instant, to_wall
@@ -65,14 +66,18 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
         return _one_off(text.strip(), timezone)
     if looks_like_cron(text):
         rules, align = parse_cron(text)
-        return _settle("cron", timezone, _align(anchor, align), rules)
+        return _settle("cron", timezone, _align(anchor, align, start is not None), rules)
     rules, align, once = parse_text(text, to_wall(now, zone))
     if once is not None:
         return _build("text", timezone, once, [], [once], [])
-    return _settle("text", timezone, _align(anchor, align), rules)
+    return _settle("text", timezone, _align(anchor, align, start is not None), rules)
 
 
-def _align(anchor: datetime, align: dict[str, int]) -> datetime:
+def _align(anchor: datetime, align: dict[str, int], explicit: bool) -> datetime:
+    """Round a default start down to the step of "every N minutes"; an
+    explicit start is the person's choice and is kept."""
+    if explicit:
+        return anchor
     for unit, step in align.items():
         anchor = anchor.replace(**{unit: getattr(anchor, unit) // step * step})
         if unit == "hour":
@@ -105,7 +110,7 @@ def _first(rules: list[Rule], anchor: datetime) -> datetime | None:
     found = []
     if any(static_reason(r, compile_plan(r, anchor)) for r in rules):
         return None  # ensure_fires will say why; no need to search
-    budget = current_budget(0.02)
+    budget = limited_budget(0.02)
     try:
         for rule in rules:
             walk = rule_walk(rule, compile_plan(rule, anchor), anchor, budget)

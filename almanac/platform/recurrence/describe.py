@@ -136,16 +136,17 @@ def _time_clauses(rule: Rule, plan: Plan) -> list[str]:
     out = []
     if rule.byhour:
         out.append(" during " + _numbers("hour", rule.byhour))
+    # A minute or second left to DTSTART is omitted only when it is :00.
     if rule.freq == "HOURLY":
-        if plan.minutes != (0,) or plan.seconds != (0,):
+        if plan.minutes != (0,) or plan.seconds != (0,) or rule.byminute or rule.bysecond:
             out.append(" at " + _numbers("minute", plan.minutes))
-            if plan.seconds != (0,):
+            if plan.seconds != (0,) or rule.bysecond:
                 out.append(" and " + _numbers("second", plan.seconds))
         return out
     if rule.freq == "MINUTELY":
         if rule.byminute:
             out.append(" during " + _numbers("minute", rule.byminute))
-        if plan.seconds != (0,):
+        if plan.seconds != (0,) or rule.bysecond:
             out.append(" at " + _numbers("second", plan.seconds))
         return out
     if rule.byminute:

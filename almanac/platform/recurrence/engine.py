@@ -82,7 +82,13 @@ def budget_scope(seconds: float) -> Iterator[Budget]:
 
 
 def current_budget(seconds: float) -> Budget:
-    """The enclosing scope's budget (capped at `seconds`), or a fresh one."""
+    """The enclosing scope's budget, or a fresh one of `seconds`."""
+    outer = _SCOPE.get()
+    return outer if outer is not None else Budget(seconds)
+
+
+def limited_budget(seconds: float) -> Budget:
+    """At most `seconds`, and never past the enclosing scope's deadline."""
     outer = _SCOPE.get()
     return outer.sub(seconds) if outer is not None else Budget(seconds)
 

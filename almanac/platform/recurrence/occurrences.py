@@ -29,6 +29,7 @@ from almanac.errors import InvalidRule
 from .engine import Budget, SearchTooLong, compile_plan, current_budget
 from .expand import rule_walk
 from .model import Recurrence
+from .static import static_reason
 from .zones import get_zone
 
 # Enough to cover any gap in tzdata (Samoa skipped a whole day in 2011).
@@ -55,7 +56,9 @@ def to_wall(when: datetime, zone: ZoneInfo) -> datetime:
 
 def wall_stream(rec: Recurrence, start: datetime, budget: Budget) -> Iterator[datetime]:
     """All wall-clock occurrences >= start: rules, RDATEs, minus EXDATEs."""
-    streams = [rule_walk(r, compile_plan(r, rec.start_wall), start, budget) for r in rec.rules]
+    plans = [(r, compile_plan(r, rec.start_wall)) for r in rec.rules]
+    # A rule the static checks prove silent is skipped rather than searched.
+    streams = [rule_walk(r, p, start, budget) for r, p in plans if static_reason(r, p) is None]
     extra = set(rec.rdates)
     if not rec.rules:
         extra.add(rec.start_wall)  # a block without RRULE fires at DTSTART

@@ -23,7 +23,7 @@ _DAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sunday
 _MONTH = r"(?:" + "|".join(MONTH_NAMES) + r"|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)"
 _LIST = r"(?:{item})(?:(?:,\s*|\s+and\s+|\s*&\s*)(?:{item}))*"
 _UNIT = r"(?:year|month|week|day|hour|minute|second)s?"
-_NUMS = r"\d+(?:(?:,\s*|\s+and\s+)\d+)*"
+_NUMS = r"\d+(?:(?:,\s*|\s+and\s+)\d+(?! times))*"
 _ADVERBS = {"yearly": "YEARLY", "annually": "YEARLY", "monthly": "MONTHLY", "weekly": "WEEKLY",
             "daily": "DAILY", "hourly": "HOURLY"}
 
@@ -167,7 +167,7 @@ def _clause_date(chunk: str, pos: int, d: Draft) -> int | None:
 
 def _clause_ordinals(chunk: str, pos: int, d: Draft) -> int | None:
     """"on the 1st and last", "on the 100th day of the year", "in the 20th week of the year"."""
-    m = _m(r" (on|in) the (" + _LIST.format(item=ORDINAL_RE) + r")(?: (days?|weeks?))?"
+    m = _m(r" (on|in) the (" + _LIST.format(item=ORDINAL_RE + r"(?! " + _DAY + ")") + r")(?: (days?|weeks?))?"
            r"(?: of (?:the|each|every) (month|year))?(?![a-z])", chunk, pos)
     if not m:
         return None
@@ -262,7 +262,7 @@ def _clause_wkst(chunk: str, pos: int, d: Draft) -> int | None:
 
 
 _CLAUSES: list[Callable[[str, int, Draft], int | None]] = [
-    _clause_date, _clause_months, _clause_ordinals, _clause_days, _clause_at_times,
+    _clause_date, _clause_months, _clause_days, _clause_ordinals, _clause_at_times,
     _clause_numbers, _clause_setpos, _clause_count, _clause_until, _clause_wkst,
 ]
 
