@@ -190,7 +190,7 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 # -- responses ----------------------------------------------------------------------
 
 
-def render(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+def render(request: Request, template: str, /, status_code: int = 200, **context: Any) -> HTMLResponse:
     principal = getattr(request.state, "principal", None)
     base = {
         "principal": principal,
@@ -200,7 +200,7 @@ def render(request: Request, name: str, status_code: int = 200, **context: Any) 
         "nav": _nav(principal),
         "path": request.url.path,
     }
-    response = templates.TemplateResponse(request, name, {**base, **context}, status_code=status_code)
+    response = templates.TemplateResponse(request, template, {**base, **context}, status_code=status_code)
     response.headers.update(SECURITY_HEADERS)
     return response
 
@@ -223,3 +223,18 @@ def redirect(url: str, request: Request | None = None) -> Response:
 
 def is_htmx(request: Request) -> bool:
     return request.headers.get("hx-request") == "true"
+
+
+# -- helpers for resource pages ---------------------------------------------------------
+
+
+def tenant_db(services: Services, principal: Principal) -> Any:
+    """One unit of work in the principal's own tenant schema (commits on leaving the block)."""
+    return services.db.tenant_session(principal.tenant_slug)
+
+
+def validation_message(error: Any) -> str:
+    """A pydantic ValidationError as one sentence naming the field, for a form's alert."""
+    first = error.errors()[0] if error.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ()) if part != "body") or "form"
+    return f"{where.replace('_', ' ').capitalize()}: {first.get('msg', 'is invalid')}."

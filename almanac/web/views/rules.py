@@ -1,0 +1,194 @@
+"""The rule builder: free text or fields, and its live preview partial.
+
+The same `RuleForm` turns the submitted fields into rule text for the preview
+and for saving a schedule, so what the preview accepted is exactly what the
+save sends to the service (which checks it again: the server refuses too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from typing import Any, Mapping
+from zoneinfo import ZoneInfo
+
+from fastapi import Request
+from fastapi.responses import Response
+
+from almanac.errors import AlmanacError, InvalidRule
+from almanac.platform import recurrence
+from almanac.tenants.auth import Principal
+from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, viewer_zone
+
+# The preview changes nothing, so anyone who can read the page may use it.
+router = page_router(read="viewer", write="editor")
+
+FREQUENCIES = [("DAILY", "Daily"), ("WEEKLY", "Weekly"), ("MONTHLY", "Monthly"), ("YEARLY", "Yearly"),
+               ("HOURLY", "Hourly"), ("MINUTELY", "Every minute(s)")]
+WEEKDAYS = [("MO", "Mon"), ("TU", "Tue"), ("WE", "Wed"), ("TH", "Thu"), ("FR", "Fri"), ("SA", "Sat"), ("SU", "Sun")]
+ORDINALS = [("", "—"), ("1", "first"), ("2", "second"), ("3", "third"), ("4", "fourth"), ("-1", "last")]
+COMMON_ZONES = ["UTC", "Europe/London", "Europe/Berlin", "Europe/Paris", "America/New_York", "America/Chicago",
+                "America/Denver", "America/Los_Angeles", "America/Sao_Paulo", "Asia/Tokyo", "Asia/Kolkata",
+                "Asia/Singapore", "Australia/Sydney", "Africa/Johannesburg"]
+_DAY_CODES = {code for code, _ in WEEKDAYS}
+_SUB_DAILY = {"HOURLY", "MINUTELY"}
+PREVIEW_COUNT = 10
+
+
+@dataclass
+class RuleForm:
+    """What the builder's fields hold, as strings (what the browser sent back, to re-render)."""
+
+    mode: str = "text"  # "text": the Rule field; "fields": built from the fields below
+    rule: str = ""
+    timezone: str = "UTC"
+    start: str = ""
+    freq: str = "DAILY"
+    interval: str = "1"
+    byday: list[str] = field(default_factory=list)
+    monthdays: str = ""
+    ordinal: str = ""
+    ordinal_day: str = "MO"
+    at: str = "09:00"
+    end: str = "never"  # never | until | count
+    until: str = ""
+    count: str = ""
+
+    @classmethod
+    def from_form(cls, form: Mapping[str, Any], default_tz: str = "UTC") -> "RuleForm":
+        def one(name: str, default: str = "") -> str:
+            value = form.get(name)
+            return str(value).strip() if value is not None else default
+
+        getlist = getattr(form, "getlist", None)
+        days = getlist("byday") if getlist else form.get("byday", [])
+        return cls(
+            mode="fields" if one("mode") == "fields" else "text", rule=one("rule"),
+            timezone=one("timezone") or default_tz, start=one("start"), freq=one("freq", "DAILY"),
+            interval=one("interval", "1") or "1", byday=[d for d in days if d in _DAY_CODES],
+            monthdays=one("monthdays"), ordinal=one("ordinal"), ordinal_day=one("ordinal_day", "MO"),
+            at=one("at"), end=one("end", "never"), until=one("until"), count=one("count"),
+        )
+
+    # -- what the recurrence engine gets -------------------------------------------------
+
+    def rule_text(self) -> str:
+        """The rule as text: as typed, or an RRULE built from the fields (InvalidRule says which is wrong)."""
+        if self.mode == "text":
+            return self.rule
+        freq = self.freq if self.freq in dict(FREQUENCIES) else "DAILY"
+        parts = [f"FREQ={freq}"]
+        interval = _whole(self.interval, "Interval", 1, 1000)
+        if interval != 1:
+            parts.append(f"INTERVAL={interval}")
+        parts += self._days(freq)
+        if freq not in _SUB_DAILY and self.at:
+            moment = _time_of_day(self.at)
+            parts += [f"BYHOUR={moment.hour}", f"BYMINUTE={moment.minute}"]
+        parts += self._end()
+        return ";".join(parts)
+
+    def _days(self, freq: str) -> list[str]:
+        out = []
+        if self.ordinal and freq in ("MONTHLY", "YEARLY"):
+            if self.ordinal not in dict(ORDINALS) or self.ordinal_day not in _DAY_CODES:
+                raise InvalidRule("Choose which weekday of the month (first … last).")
+            out.append(f"BYDAY={int(self.ordinal)}{self.ordinal_day}")
+        elif self.byday:
+            out.append("BYDAY=" + ",".join(self.byday))
+        if self.monthdays:
+            days = [_whole(d, "Month day", -31, 31) for d in self.monthdays.replace(" ", "").split(",") if d]
+            if 0 in days:
+                raise InvalidRule("Month days run from 1 to 31, or -1 (the last day) to -31.")
+            out.append("BYMONTHDAY=" + ",".join(str(d) for d in days))
+        return out
+
+    def _end(self) -> list[str]:
+        if self.end == "count":
+            return [f"COUNT={_whole(self.count, 'Count', 1, 100_000)}"]
+        if self.end == "until":
+            try:
+                last_day = date.fromisoformat(self.until)
+            except ValueError:
+                raise InvalidRule("Until needs a date such as 2027-01-31.") from None
+            # UNTIL is UTC in RFC 5545: the end of that day in the rule's zone, as UTC.
+            zone = recurrence_zone(self.timezone)
+            end = datetime.combine(last_day, time(23, 59, 59), zone).astimezone(ZoneInfo("UTC"))
+            return [f"UNTIL={end:%Y%m%dT%H%M%SZ}"]
+        return []
+
+    def start_at(self) -> datetime | None:
+        """The start as a wall-clock time in the rule's zone (naive, as the engine expects)."""
+        if not self.start:
+            return None
+        try:
+            return datetime.fromisoformat(self.start).replace(tzinfo=None)
+        except ValueError:
+            raise InvalidRule(f"Start {self.start[:30]!r} is not a date and time.") from None
+
+
+def recurrence_zone(name: str) -> ZoneInfo:
+    from almanac.platform.recurrence.zones import get_zone
+
+    return get_zone(name)
+
+
+def _whole(text: str, what: str, low: int, high: int) -> int:
+    try:
+        value = int(text)
+    except (TypeError, ValueError):
+        raise InvalidRule(f"{what} must be a whole number; got {text[:20]!r}.") from None
+    if not low <= value <= high:
+        raise InvalidRule(f"{what} must be between {low} and {high}.")
+    return value
+
+
+def _time_of_day(text: str) -> time:
+    try:
+        return time.fromisoformat(text)
+    except ValueError:
+        raise InvalidRule(f"Time of day {text[:20]!r} is not a time such as 09:30.") from None
+
+
+# -- the preview -------------------------------------------------------------------------
+
+
+def preview_context(form: RuleForm, principal: Principal, now: datetime, viewer: ZoneInfo) -> dict[str, Any]:
+    """What `_preview.html` shows: the description and next dates, or the reason the rule is refused."""
+    if form.mode == "text" and not form.rule:
+        return {"empty": True}
+    try:
+        result = recurrence.preview(
+            form.rule_text(), form.timezone, start=form.start_at(), now=now, count=PREVIEW_COUNT,
+            min_interval_s=principal.min_interval_seconds,
+        )
+    except AlmanacError as refused:
+        return {"refusal": refused.message, "code": refused.code}
+    rule_zone = result.next[0].tzinfo if result.next else ZoneInfo(form.timezone)
+    dates = [(when, when.astimezone(viewer)) for when in result.next]
+    return {
+        "preview": result, "dates": dates, "rule_zone": rule_zone, "viewer": viewer,
+        "show_viewer": str(viewer) != str(rule_zone),
+    }
+
+
+@router.get("/rules/preview")
+async def rule_preview(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    """The htmx partial behind the builder: it replaces the inside of the Preview region."""
+    form = RuleForm.from_form(request.query_params, default_tz="UTC")
+    context = preview_context(form, principal, services.clock.now(), viewer_zone(request))
+    return render(request, "_preview.html", **context)
+
+
+def builder_context(form: RuleForm, principal: Principal, now: datetime, viewer: ZoneInfo) -> dict[str, Any]:
+    """Everything `_rule_builder.html` needs, with the first preview already rendered."""
+    return {
+        "rf": form, "frequencies": FREQUENCIES, "weekdays": WEEKDAYS, "ordinals": ORDINALS,
+        "zones": COMMON_ZONES, **preview_context(form, principal, now, viewer),
+    }
+
+
+def default_start(now: datetime, zone: ZoneInfo) -> str:
+    """Next whole hour, wall clock, as the datetime-local field wants it."""
+    local = (now.astimezone(zone) + timedelta(hours=1)).replace(minute=0, second=0, microsecond=0)
+    return local.strftime("%Y-%m-%dT%H:%M")
