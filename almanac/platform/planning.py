@@ -9,7 +9,7 @@ processes may plan the same time: one row survives.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -49,13 +49,15 @@ class RecurrenceRules:
     def next_after(self, rrule: str, input_kind: str, after: datetime) -> datetime | None:
         from almanac.platform import recurrence
 
-        return recurrence.next_after(self._load(rrule, input_kind), after)
+        when = recurrence.next_after(self._load(rrule, input_kind), after)
+        return None if when is None else when.astimezone(timezone.utc)
 
     def times_between(self, rrule: str, input_kind: str, after: datetime, until: datetime, cap: int) -> list[datetime]:
         from almanac.platform import recurrence
 
-        times = recurrence.occurrences(self._load(rrule, input_kind), after=after, count=cap)
-        return [t for t in times if t <= until]
+        # occurrences() is inclusive of `after`; this contract is not.
+        times = recurrence.occurrences(self._load(rrule, input_kind), after=after, count=cap + 1)
+        return [t.astimezone(timezone.utc) for t in times if after < t <= until][:cap]
 
 
 def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> bool:
