@@ -1,0 +1,190 @@
+"""Scripts (admin): list, upload or edit with line numbers, syntax errors at their line, run now, versions.
+
+Saving goes through `service.create_script` / `update_script` (which check the
+syntax with the sandbox), and run-now through the scripts API's own function,
+so a page and a program see exactly the same behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response
+from pydantic import ValidationError as PydanticError
+from sqlalchemy import select
+from starlette.datastructures import UploadFile
+
+from almanac.errors import AlmanacError, NotFound
+from almanac.platform import service
+from almanac.platform.models import Script, ScriptVersion
+from almanac.web.api import scripts as scripts_api
+from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptIn
+from almanac.web.views.common import (
+    PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
+)
+
+router = page_router(read="admin", write="admin")
+
+STARTER = """export default async function (event) {
+  console.log("payload", event.payload);
+  return {ok: true};
+}
+"""
+
+
+@router.get("/scripts")
+def scripts_page(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    with tenant_db(services, principal) as session:
+        scripts = list(session.execute(select(Script).order_by(Script.name)).scalars())
+    return render(request, "scripts.html", scripts=scripts)
+
+
+@router.get("/scripts/new")
+def new_script_page(request: Request, principal: PagePrincipal) -> Response:
+    return render(request, "script_form.html", script=None, form=_form_values(source=STARTER))
+
+
+def _form_values(**given: Any) -> dict[str, Any]:
+    return {"name": "", "source": "", "timeout_ms": "1000", "memory_mb": "32", **given}
+
+
+async def _read_form(request: Request) -> dict[str, Any]:
+    """Name, limits and source; an uploaded file, when one is given, replaces the textarea."""
+    form = await request.form()
+    values = _form_values(**{k: str(form.get(k, "")).strip() for k in ("name", "timeout_ms", "memory_mb")})
+    values["source"] = str(form.get("source", "")).replace("\r\n", "\n")
+    upload = form.get("source_file")
+    if isinstance(upload, UploadFile) and upload.filename:
+        data = await upload.read(SOURCE_MAX + 1)
+        values["source"] = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    return values
+
+
+def _validated(values: dict[str, Any]) -> ScriptIn:
+    return ScriptIn(name=values["name"], source=values["source"], timeout_ms=values["timeout_ms"] or 1000,
+                    memory_mb=values["memory_mb"] or 32)
+
+
+def _refused(request: Request, script: Any, values: dict[str, Any], exc: Exception) -> Response:
+    """The form again, with the reason in an alert and, for a syntax error, its line marked."""
+    if isinstance(exc, PydanticError):
+        return render(request, "script_form.html", status_code=422, script=script, form=values,
+                      error=validation_message(exc))
+    assert isinstance(exc, AlmanacError)
+    details = exc.details or {}
+    line, column = details.get("line"), details.get("column")
+    where = f"Line {line}" + (f", column {column}" if column else "") + ": " if line else ""
+    return render(request, "script_form.html", status_code=exc.status, script=script, form=values,
+                  error=where + exc.message, error_line=line)
+
+
+@router.post("/scripts/new")
+async def create_script(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    values = await _read_form(request)
+    try:
+        body = _validated(values)
+        with tenant_db(services, principal) as session:
+            script = service.create_script(session, services.runner, body.name, body.source, body.timeout_ms,
+                                           body.memory_mb, services.clock.now())
+            session.flush()
+            script_id = script.id
+    except (PydanticError, AlmanacError) as exc:
+        return _refused(request, None, values, exc)
+    flash(request, f"Script “{body.name}” saved as version 1.")
+    return redirect(f"/scripts/{script_id}")
+
+
+def _load(services: ServicesDep, principal: PagePrincipal, script_id: int) -> tuple[Script, str]:
+    with tenant_db(services, principal) as session:
+        script = service.get_script(session, script_id)
+        return script, service.script_source(session, script)
+
+
+@router.get("/scripts/{script_id}")
+def script_page(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    script, source = _load(services, principal, script_id)
+    values = _form_values(name=script.name, source=source, timeout_ms=str(script.timeout_ms),
+                          memory_mb=str(script.memory_mb))
+    return render(request, "script_form.html", script=script, form=values, payload="{}")
+
+
+@router.post("/scripts/{script_id}")
+async def update_script(request: Request, script_id: int, principal: PagePrincipal,
+                        services: ServicesDep) -> Response:
+    script, old_source = _load(services, principal, script_id)
+    values = await _read_form(request)
+    try:
+        body = _validated(values)
+        changes: dict[str, Any] = {"name": body.name, "timeout_ms": body.timeout_ms, "memory_mb": body.memory_mb}
+        if body.source != old_source:
+            changes["source"] = body.source  # only a changed source makes a new version
+        with tenant_db(services, principal) as session:
+            version = service.update_script(session, services.runner, script_id, changes,
+                                            services.clock.now()).current_version
+    except (PydanticError, AlmanacError) as exc:
+        return _refused(request, script, values, exc)
+    flash(request, f"Saved; the current version is {version}.")
+    return redirect(f"/scripts/{script_id}")
+
+
+@router.post("/scripts/{script_id}/run")
+async def run_script(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    """Run now and wait, as `POST /api/v1/scripts/{id}/run` does; show status, output, logs, duration."""
+    form = await request.form()
+    payload_text = str(form.get("payload", "")).strip() or "null"
+    try:
+        body = RunNowIn(payload=json.loads(payload_text))
+    except (ValueError, PydanticError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).splitlines()[0]
+        return _run_answer(request, principal, services, script_id, payload_text, error=f"Payload is not JSON: {reason}.")
+    run = scripts_api.run_script(script_id, principal, services, body)
+    return _run_answer(request, principal, services, script_id, payload_text, run=run)
+
+
+def _run_answer(request: Request, principal: PagePrincipal, services: ServicesDep, script_id: int,
+                payload: str, **result: Any) -> Response:
+    status = 422 if "error" in result else 200
+    if is_htmx(request):
+        return render(request, "_run_result.html", status_code=status, **result)
+    script, source = _load(services, principal, script_id)
+    values = _form_values(name=script.name, source=source, timeout_ms=str(script.timeout_ms),
+                          memory_mb=str(script.memory_mb))
+    return render(request, "script_form.html", status_code=status, script=script, form=values, payload=payload,
+                  result=result)
+
+
+@router.get("/scripts/{script_id}/versions")
+def versions_page(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep,
+                  v: int | None = None) -> Response:
+    with tenant_db(services, principal) as session:
+        script = service.get_script(session, script_id)
+        versions = list(session.execute(select(ScriptVersion).where(ScriptVersion.script_id == script_id)
+                                        .order_by(ScriptVersion.version.desc())).scalars())
+    shown = next((ver for ver in versions if ver.version == (v or script.current_version)), None)
+    if v is not None and shown is None:
+        raise NotFound(f"Script {script.name} has no version {v}.")
+    return render(request, "script_versions.html", script=script, versions=versions, shown=shown)
+
+
+@router.get("/scripts/{script_id}/delete")
+def confirm_delete(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    script, _ = _load(services, principal, script_id)
+    return render(request, "confirm.html", title=f"Delete script “{script.name}”?",
+                  body="Its versions go with it. Scripts that schedules or pending jobs use cannot be deleted.",
+                  action=f"/scripts/{script_id}/delete", back=f"/scripts/{script_id}", button="Delete script")
+
+
+@router.post("/scripts/{script_id}/delete")
+def delete_script(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    try:
+        with tenant_db(services, principal) as session:
+            service.delete_script(session, script_id)
+    except AlmanacError as exc:
+        if exc.status == 404:
+            raise
+        flash(request, exc.message, "bad")
+        return redirect(f"/scripts/{script_id}")
+    flash(request, "Script deleted.")
+    return redirect("/scripts")
