@@ -11,6 +11,8 @@ ALLOWED = {
     "sandbox": set(),
     "platform": {"db", "errors", "settings"},
     "tenants": {"db", "errors", "settings"},
+    # Delivery reads the platform's outbox table; nothing in platform knows delivery exists.
+    "delivery": {"db", "errors", "settings", "platform"},
 }
 
 
