@@ -97,7 +97,9 @@ def _one_off(text: str, timezone: str) -> Recurrence:
 def _settle(kind: str, tz: str, anchor: datetime, rules: list[Rule],
             rdates: list[datetime] = (), exdates: list[datetime] = ()) -> Recurrence:  # type: ignore[assignment]
     """Move DTSTART to the first occurrence and fold one-value times into it."""
-    first = _first(rules, anchor)
+    # BYSETPOS counts within periods, and dateutil's first week starts at
+    # DTSTART: moving DTSTART could change which one is picked, so keep it.
+    first = None if any(r.bysetpos for r in rules) else _first(rules, anchor)
     if first is None:
         return _build(kind, tz, anchor, rules, rdates, exdates)
     # Several rules share one DTSTART: folding one rule's times into it would

@@ -41,7 +41,8 @@ def describe_rule(rule: Rule, plan: Plan) -> str:
         which = join([ordinal(p) for p in rule.bysetpos])
         noun = "occurrence" if len(rule.bysetpos) == 1 else "occurrences"
         text += f", only the {which} {noun} in each {_PERIOD[rule.freq]}"
-    if rule.wkst != 0 and (rule.freq == "WEEKLY" and rule.interval > 1 or rule.byweekno):
+    weeks_matter = rule.freq == "WEEKLY" and (rule.interval > 1 or rule.bysetpos)
+    if rule.wkst != 0 and (weeks_matter or rule.byweekno):
         text += f" (weeks start on {day_name(rule.wkst)})"
     if rule.count is not None:
         text += ", once" if rule.count == 1 else f", {rule.count} times"

@@ -120,6 +120,10 @@ def _walk_days(plan: Plan, o: int, cands: Candidates, gap: int, hard: int) -> It
             continue
         last = _bounds(plan, p)[1]
         days = cands.between(c, min(last, MAX_ORDINAL))
+        if p == p0 and plan.freq == "WEEKLY":
+            # dateutil's first week starts at DTSTART, not at WKST; it only
+            # matters to BYSETPOS, and we follow the reference implementation.
+            days = [d for d in days if d >= plan.anchor.toordinal()]
         if plan.setpos:
             found = _pick(days, times, plan.setpos)
         else:

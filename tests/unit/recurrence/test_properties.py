@@ -17,7 +17,7 @@ from almanac.platform.recurrence.expand import rule_walk
 from almanac.platform.recurrence.model import WEEKDAYS
 from almanac.platform.recurrence.parse_rrule import parse_rule
 
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=80, deadline=None,
                     suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 
 
