@@ -1,0 +1,113 @@
+"""One-off jobs: list with next run and last status, create or replace by key, cancel."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+from zoneinfo import ZoneInfo
+
+from fastapi import Request
+from fastapi.responses import Response
+from pydantic import ValidationError as PydanticError
+
+from almanac.errors import AlmanacError, Forbidden, ValidationError
+from almanac.platform import service
+from almanac.platform.models import JOB_PENDING
+from almanac.platform.recurrence.zones import get_zone
+from almanac.web.api.schemas_scheduler import JobIn
+from almanac.web.views import queries
+from almanac.web.views.common import (
+    PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, validation_message, viewer_zone,
+)
+
+router = page_router(read="viewer", write="editor")
+KEY_MAX = 200
+
+
+@router.get("/jobs")
+def jobs_page(request: Request, principal: PagePrincipal, services: ServicesDep, state: str = "") -> Response:
+    with tenant_db(services, principal) as session:
+        jobs = queries.list_jobs(session, state=state or None)
+        rows = [(job, service.job_next_run_at(session, job)) for job in jobs]
+        last = queries.last_status_by_job(session)
+        scripts = queries.script_names(session)
+    return render(request, "jobs.html", rows=rows, last=last, scripts=scripts, state=state)
+
+
+def _form_page(request: Request, principal: PagePrincipal, services: ServicesDep, values: dict[str, Any],
+               status_code: int = 200, error: str | None = None) -> Response:
+    with tenant_db(services, principal) as session:
+        scripts = queries.script_names(session)
+    return render(request, "job_form.html", status_code=status_code, form=values, scripts=scripts, error=error)
+
+
+@router.get("/jobs/new")
+def new_job_page(request: Request, principal: PagePrincipal, services: ServicesDep, key: str = "") -> Response:
+    if not principal.has("editor"):
+        raise Forbidden(f"This needs the editor role; you are a {principal.role}.")
+    values = {"key": key[:KEY_MAX], "script_id": "", "run_at": "", "timezone": str(viewer_zone(request)),
+              "payload": "null", "max_attempts": "3"}
+    if key:
+        with tenant_db(services, principal) as session:
+            job = service.get_job(session, key)
+            zone = ZoneInfo(values["timezone"])
+            values.update(script_id=str(job.script_id), payload=job.payload, max_attempts=str(job.max_attempts),
+                          run_at=job.run_at.astimezone(zone).strftime("%Y-%m-%dT%H:%M"))
+    return _form_page(request, principal, services, values)
+
+
+def _validated(values: dict[str, Any]) -> JobIn:
+    if not values["key"] or len(values["key"]) > KEY_MAX or "/" in values["key"]:
+        raise ValidationError(f"Key must be 1 to {KEY_MAX} characters, without '/'.")
+    try:
+        run_at = datetime.fromisoformat(values["run_at"])
+    except ValueError:
+        raise ValidationError("Run at needs a date and time.") from None
+    if run_at.tzinfo is None:
+        run_at = run_at.replace(tzinfo=get_zone(values["timezone"]))
+    try:
+        payload = json.loads(values["payload"] or "null")
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"Payload is not JSON: {exc.msg}.") from None
+    return JobIn(script_id=values["script_id"] or 0, run_at=run_at, payload=payload,
+                 max_attempts=values["max_attempts"] or 3)
+
+
+@router.post("/jobs/new")
+async def put_job(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    form = await request.form()
+    values = {k: str(form.get(k, "")).strip() for k in ("key", "script_id", "run_at", "timezone", "payload",
+                                                        "max_attempts")}
+    try:
+        body = _validated(values)
+        with tenant_db(services, principal) as session:
+            _job, created = service.put_job(session, values["key"], body.model_dump(), services.clock.now())
+    except (PydanticError, AlmanacError) as exc:
+        reason = validation_message(exc) if isinstance(exc, PydanticError) else exc.message
+        status = exc.status if isinstance(exc, AlmanacError) else 422
+        return _form_page(request, principal, services, values, status, reason)
+    services.wake(principal.tenant_slug)
+    flash(request, f"Job “{values['key']}” {'created' if created else 'replaced'}.")
+    return redirect(f"/jobs/{quote(values['key'], safe='')}")
+
+
+@router.get("/jobs/{key}")
+def job_page(request: Request, key: str, principal: PagePrincipal, services: ServicesDep) -> Response:
+    with tenant_db(services, principal) as session:
+        job = service.get_job(session, key)
+        next_run = service.job_next_run_at(session, job)
+        runs, _ = service.list_runs(session, job_key=key, limit=20)
+        script = queries.script_names(session).get(job.script_id, f"#{job.script_id}")
+    return render(request, "job.html", job=job, next_run=next_run, runs=runs, script=script,
+                  payload=json.loads(job.payload), pending=job.state == JOB_PENDING)
+
+
+@router.post("/jobs/{key}/cancel")
+def cancel_job(request: Request, key: str, principal: PagePrincipal, services: ServicesDep) -> Response:
+    with tenant_db(services, principal) as session:
+        service.cancel_job(session, key, services.clock.now())
+    services.wake(principal.tenant_slug)
+    flash(request, f"Job “{key}” cancelled.")
+    return redirect(f"/jobs/{quote(key, safe='')}")

@@ -1,0 +1,222 @@
+"""Schedules: list with next run and last status, create and edit with the rule builder,
+pause / resume, trigger now, delete with confirmation.
+
+Every change goes through `almanac.platform.service` with the same checks as
+the API (the request body is validated by the API's own `ScheduleIn`), and the
+timer is woken after the unit of work has committed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import Response
+from pydantic import ValidationError as PydanticError
+
+from almanac.errors import AlmanacError, Forbidden
+from almanac.platform import recurrence, service
+from almanac.platform.models import Schedule
+from almanac.tenants.auth import Principal
+from almanac.web.api.schemas_scheduler import ScheduleIn
+from almanac.web.views import queries
+from almanac.web.views.common import (
+    PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, validation_message, viewer_zone,
+)
+from almanac.web.views.rules import RuleForm, builder_context
+
+router = page_router(read="viewer", write="editor")
+POLICY_DEFAULTS = {"misfire": "run_once", "overlap": "skip", "max_attempts": "3", "retry_backoff_s": "10",
+                   "catchup_window_s": "86400", "expire_after_s": "", "priority": "0"}
+
+
+def describe(sch: Schedule) -> str:
+    return recurrence.describe(recurrence.load(sch.rrule, sch.input_kind))
+
+
+@router.get("/schedules")
+def schedules_page(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    with tenant_db(services, principal) as session:
+        rows = [(sch, describe(sch)) for sch in service.list_schedules(session)]
+        last = queries.last_status_by_schedule(session)
+        scripts = queries.script_names(session)
+    return render(request, "schedules.html", rows=rows, last=last, scripts=scripts)
+
+
+def _need_editor(principal: Principal) -> None:
+    """A form page is only for those who may send it (the gate refuses their POST anyway)."""
+    if not principal.has("editor"):
+        raise Forbidden(f"This needs the editor role; you are a {principal.role}.")
+
+
+def _form_page(request: Request, principal: Principal, services: ServicesDep, *, sch: Schedule | None,
+               values: dict[str, Any], rf: RuleForm, status_code: int = 200, error: str | None = None) -> Response:
+    with tenant_db(services, principal) as session:
+        scripts = queries.script_names(session)
+    context = builder_context(rf, principal, services.clock.now(), viewer_zone(request))
+    return render(request, "schedule_form.html", status_code=status_code, sch=sch, form=values, scripts=scripts,
+                  error=error, **context)
+
+
+@router.get("/schedules/new")
+def new_schedule_page(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    _need_editor(principal)
+    zone = str(viewer_zone(request))
+    values = {"name": "", "script_id": "", "payload": "null", "enabled": True, **POLICY_DEFAULTS}
+    return _form_page(request, principal, services, sch=None, values=values, rf=RuleForm(timezone=zone))
+
+
+async def _read(request: Request) -> tuple[dict[str, Any], RuleForm]:
+    form = await request.form()
+    values = {k: str(form.get(k, "")).strip() for k in ("name", "script_id", "payload", *POLICY_DEFAULTS)}
+    values["enabled"] = form.get("enabled") == "on"
+    return values, RuleForm.from_form(form)
+
+
+def _validated(values: dict[str, Any], rf: RuleForm) -> dict[str, Any]:
+    """The API's own body model checks the form (InvalidRule / ValueError / pydantic errors escape)."""
+    try:
+        payload = json.loads(values["payload"] or "null")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"Payload is not JSON: {exc.msg}.") from None
+    body = ScheduleIn(
+        name=values["name"], script_id=values["script_id"] or 0, rule=rf.rule_text(), timezone=rf.timezone,
+        start=rf.start_at(), payload=payload, enabled=values["enabled"], misfire=values["misfire"],
+        overlap=values["overlap"], max_attempts=values["max_attempts"], retry_backoff_s=values["retry_backoff_s"],
+        catchup_window_s=values["catchup_window_s"], expire_after_s=values["expire_after_s"] or None,
+        priority=values["priority"] or 0,
+    )
+    return body.model_dump()
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, PydanticError):
+        return validation_message(exc)
+    if isinstance(exc, AlmanacError):
+        return exc.message
+    return str(exc)
+
+
+@router.post("/schedules/new")
+async def create_schedule(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    values, rf = await _read(request)
+    try:
+        fields = _validated(values, rf)
+        with tenant_db(services, principal) as session:
+            sch = service.create_schedule(session, services.store.rules, fields, now=services.clock.now(),
+                                          min_interval_s=principal.min_interval_seconds)
+            session.flush()
+            schedule_id = sch.id
+    except (PydanticError, AlmanacError, ValueError) as exc:
+        status = exc.status if isinstance(exc, AlmanacError) else 422
+        return _form_page(request, principal, services, sch=None, values=values, rf=rf, status_code=status,
+                          error=_reason(exc))
+    services.wake(principal.tenant_slug)  # after the commit, so the timer sees the new plan
+    flash(request, f"Schedule “{fields['name']}” saved.")
+    return redirect(f"/schedules/{schedule_id}")
+
+
+@router.get("/schedules/{schedule_id}")
+def schedule_page(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    now = services.clock.now()
+    with tenant_db(services, principal) as session:
+        sch = service.get_schedule(session, schedule_id)
+        runs, _ = service.list_runs(session, schedule_id=schedule_id, limit=10)
+        script = queries.script_names(session).get(sch.script_id, f"#{sch.script_id}")
+        upcoming = service.next_times(sch, now, 10) if sch.enabled else []
+    return render(request, "schedule.html", sch=sch, description=describe(sch), runs=runs, script=script,
+                  upcoming=upcoming, zone=sch.timezone, payload=json.loads(sch.payload))
+
+
+@router.get("/schedules/{schedule_id}/edit")
+def edit_schedule_page(request: Request, schedule_id: int, principal: PagePrincipal,
+                       services: ServicesDep) -> Response:
+    _need_editor(principal)
+    with tenant_db(services, principal) as session:
+        sch = service.get_schedule(session, schedule_id)
+    values = {"name": sch.name, "script_id": str(sch.script_id), "payload": sch.payload, "enabled": sch.enabled,
+              **{k: "" if getattr(sch, k) is None else str(getattr(sch, k)) for k in POLICY_DEFAULTS}}
+    rf = RuleForm(rule=sch.rule_text, timezone=sch.timezone)
+    return _form_page(request, principal, services, sch=sch, values=values, rf=rf)
+
+
+@router.post("/schedules/{schedule_id}/edit")
+async def update_schedule(request: Request, schedule_id: int, principal: PagePrincipal,
+                          services: ServicesDep) -> Response:
+    values, rf = await _read(request)
+    try:
+        fields = _validated(values, rf)
+        with tenant_db(services, principal) as session:
+            sch = service.get_schedule(session, schedule_id)
+            service.update_schedule(session, services.store.rules, schedule_id, _changes(sch, fields),
+                                    now=services.clock.now(), min_interval_s=principal.min_interval_seconds)
+    except (PydanticError, AlmanacError, ValueError) as exc:
+        if isinstance(exc, AlmanacError) and exc.status == 404:
+            raise
+        status = exc.status if isinstance(exc, AlmanacError) else 422
+        with tenant_db(services, principal) as session:
+            sch = service.get_schedule(session, schedule_id)
+        return _form_page(request, principal, services, sch=sch, values=values, rf=rf, status_code=status,
+                          error=_reason(exc))
+    services.wake(principal.tenant_slug)
+    flash(request, "Schedule saved.")
+    return redirect(f"/schedules/{schedule_id}")
+
+
+def _changes(sch: Schedule, fields: dict[str, Any]) -> dict[str, Any]:
+    """Only what differs: an unchanged rule must not replace what is planned."""
+    current = {"name": sch.name, "script_id": sch.script_id, "rule": sch.rule_text, "timezone": sch.timezone,
+               "payload": json.loads(sch.payload), "enabled": sch.enabled,
+               **{k: getattr(sch, k) for k in POLICY_DEFAULTS}}
+    changes = {k: v for k, v in fields.items() if k != "start" and current.get(k) != v}
+    if fields.get("start") is not None:
+        changes["start"] = fields["start"]
+    return changes
+
+
+def _act(request: Request, principal: Principal, services: ServicesDep, schedule_id: int, action: Any,
+         done: str) -> Response:
+    with tenant_db(services, principal) as session:
+        action(session)
+    services.wake(principal.tenant_slug)
+    flash(request, done)
+    return redirect(f"/schedules/{schedule_id}")
+
+
+@router.post("/schedules/{schedule_id}/pause")
+def pause(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    return _act(request, principal, services, schedule_id, lambda s: service.set_enabled(
+        s, services.store.rules, schedule_id, False, services.clock.now()), "Paused: nothing runs until resumed.")
+
+
+@router.post("/schedules/{schedule_id}/resume")
+def resume(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    return _act(request, principal, services, schedule_id, lambda s: service.set_enabled(
+        s, services.store.rules, schedule_id, True, services.clock.now()), "Resumed from now on.")
+
+
+@router.post("/schedules/{schedule_id}/trigger")
+def trigger(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    return _act(request, principal, services, schedule_id, lambda s: service.trigger_schedule(
+        s, schedule_id, services.clock.now()), "Triggered: a run starts now; see it under Recent runs.")
+
+
+@router.get("/schedules/{schedule_id}/delete")
+def confirm_delete(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    _need_editor(principal)
+    with tenant_db(services, principal) as session:
+        sch = service.get_schedule(session, schedule_id)
+    return render(request, "confirm.html", title=f"Delete schedule “{sch.name}”?",
+                  body="Its planned runs are dropped; past runs stay in the history.",
+                  action=f"/schedules/{schedule_id}/delete", back=f"/schedules/{schedule_id}",
+                  button="Delete schedule")
+
+
+@router.post("/schedules/{schedule_id}/delete")
+def delete(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    with tenant_db(services, principal) as session:
+        service.delete_schedule(session, schedule_id)
+    services.wake(principal.tenant_slug)
+    flash(request, "Schedule deleted.")
+    return redirect("/schedules")
