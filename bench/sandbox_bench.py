@@ -2,11 +2,15 @@
 
 Measures trivial runs per second (serial, and 2 threads), cold start (compile
 vs serialized module cache, in fresh subprocesses), deadline overshoot of a
-busy loop, and peak host RSS during memory bombs.
+busy loop, and peak host RSS during memory bombs; then the same trivial runs
+through a ``SandboxPool`` of worker processes (2-4 caller threads), its cold
+start, how long a recycled worker takes to come back, and CPU per run
+(parent + workers), which, unlike runs/s, holds when other work shares the box.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import sys
@@ -18,14 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from almanac.sandbox import Limits, NullCapabilities, Sandbox  # noqa: E402
+from almanac.sandbox import Limits, NullCapabilities, Sandbox, SandboxPool  # noqa: E402
 
 TRIVIAL = "export default (e) => e.n + 1"
 BUSY = "export default () => { while (true) {} }"
 BOMB = "export default () => { const a = []; for (;;) a.push('x' + a.length) }"
 
 
-def runs_per_second(box: Sandbox, threads: int, seconds: float = 2.0) -> float:
+def runs_per_second(box: Sandbox | SandboxPool, threads: int, seconds: float = 2.0) -> float:
     limits, caps = Limits(), NullCapabilities()
     stop = time.monotonic() + seconds
     counts = [0] * threads
@@ -93,8 +97,61 @@ def peak_rss_during_bombs(box: Sandbox, memory_mb: int, parallel: int) -> tuple[
     return before, peak[0], ",".join(sorted(set(statuses)))
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_ms_per_run(box: Sandbox | SandboxPool, threads: int, seconds: float = 2.0) -> float:
+    """CPU of this process plus the pool's workers, per trivial run."""
+    pids = box.worker_pids() if isinstance(box, SandboxPool) else []
+    before = time.process_time() + sum(cpu_seconds(p) for p in pids)
+    started = time.monotonic()
+    runs = runs_per_second(box, threads, seconds) * (time.monotonic() - started)
+    after = time.process_time() + sum(cpu_seconds(p) for p in pids if Path(f"/proc/{p}").exists())
+    return (after - before) * 1000 / runs
+
+
+def pool_cold_start_ms(cache_dir: str | None, workers: int = 2) -> float:
+    started = time.perf_counter()
+    with SandboxPool(workers, cache_dir=Path(cache_dir) if cache_dir else None) as pool:
+        pool.run("export default () => 1", {}, Limits(), NullCapabilities())
+        return (time.perf_counter() - started) * 1000
+
+
+def replacement_ms(pool: SandboxPool) -> float:
+    """From the end of a timed-out run to its worker's replacement being ready."""
+    old = set(pool.worker_pids())
+    assert pool.run(BUSY, {}, Limits(timeout_ms=50), NullCapabilities()).status == "timed_out"
+    started = time.perf_counter()
+    while len(set(pool.worker_pids()) - old) < 1 or len(pool.worker_pids()) < pool.size:
+        time.sleep(0.001)
+    return (time.perf_counter() - started) * 1000
+
+
+def pool_rows(cache: str) -> list[tuple[str, str]]:
+    rows = [("pool cold start, 2 workers, empty module cache (ms)", f"{pool_cold_start_ms(None):.0f}")]
+    warm = [pool_cold_start_ms(cache) for _ in range(3)]
+    rows.append(("pool cold start, 2 workers, serialized module cache (ms, min of 3)", f"{min(warm):.0f}"))
+    with SandboxPool(2, cache_dir=Path(cache)) as pool:
+        runs_per_second(pool, 2, 0.5)  # warm up
+        for threads in (1, 2, 3, 4):
+            rates = [runs_per_second(pool, threads) for _ in range(2)]
+            rows.append((f"pool of 2 workers: trivial runs/s, {threads} caller thread(s) (best of 2 x 2 s)",
+                         f"{max(rates):.0f}"))
+        for threads in (2, 4):
+            cpu = cpu_ms_per_run(pool, threads)
+            rows.append((f"pool of 2 workers, {threads} threads: CPU ms per run (parent + workers) "
+                         "-> runs/s on 2 idle cores", f"{cpu:.3f} -> {2000 / cpu:.0f}"))
+        waits = [replacement_ms(pool) for _ in range(3)]
+        rows.append(("pool: a timed-out worker's replacement ready after (ms, median of 3)",
+                     f"{statistics.median(waits):.0f}"))
+    return rows
+
+
 def main() -> None:
-    rows = []
+    rows = [("load average (1 min) at start; other work on the box skews runs/s",
+             f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")]
     with tempfile.TemporaryDirectory() as cache:
         cold_compile = [cold_start_ms(None) for _ in range(2)]
         cold_start_ms(cache)  # fills the cache
@@ -106,6 +163,9 @@ def main() -> None:
         for threads in (1, 2):
             rates = [runs_per_second(box, threads) for _ in range(2)]
             rows.append((f"trivial runs/s, {threads} thread(s) (best of 2 x 2 s)", f"{max(rates):.0f}"))
+        cpu = cpu_ms_per_run(box, 1)
+        rows.append(("in process: CPU ms per run -> runs/s on 2 idle cores if it scaled",
+                     f"{cpu:.3f} -> {2000 / cpu:.0f}"))
         over = overshoot_ms(box)
         rows.append(("busy-loop deadline overshoot ms (median / max of 10, timeout 200)",
                      f"{statistics.median(over):.1f} / {max(over):.1f}"))
@@ -113,6 +173,8 @@ def main() -> None:
             before, peak, statuses = peak_rss_during_bombs(box, memory_mb, parallel)
             rows.append((f"host RSS MB, {parallel} x {memory_mb} MB bomb (before -> peak) [{statuses}]",
                          f"{before:.0f} -> {peak:.0f}"))
+    with tempfile.TemporaryDirectory() as cache:
+        rows += pool_rows(cache)
     width = max(len(name) for name, _ in rows)
     print(f"{'measure':<{width}}  value")
     print("-" * (width + 12))

@@ -239,3 +239,12 @@ def test_a_closed_pool_refuses_work_and_stops_its_workers(cache_dir):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
     p.close()
+
+
+def test_a_worker_that_died_while_idle_costs_no_run(cache_dir):
+    with SandboxPool(workers=2, cache_dir=cache_dir) as p:
+        for pid in p.worker_pids():
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
+        r = p.run("export default () => 'ok'", {}, Limits(), NullCapabilities())
+        assert (r.status, r.output) == ("succeeded", "ok")
