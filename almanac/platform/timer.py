@@ -43,8 +43,10 @@ class Scheduler:
     ) -> None:
         self.store, self.runner, self.clock, self.tenants = store, runner, clock, tenants
         self.workers = workers or default_workers()
-        # Claim up to twice the pool: the next claims wait in the pool's queue, not in the database.
-        self.capacity = self.workers * 2
+        # Claim ahead of the pool (claims wait in its queue) so that one claim transaction serves
+        # many runs; refill only when half of that has drained (a low-water mark), not after every run.
+        self.capacity = self.workers * 16
+        self.low_water = self.capacity // 2
         self.metrics = metrics or get_metrics()
         self.idle = timedelta(seconds=idle_s)
         self.tenants_every = timedelta(seconds=tenants_every_s)
@@ -133,7 +135,7 @@ class Scheduler:
         """Claim what is due for one tenant; return when to look at it again."""
         with self._cond:
             free = self.capacity - self._inflight
-            if free <= 0:
+            if self._inflight > self.low_water:
                 self._starved.add(tenant)  # a finishing run wakes it
                 return now + self.idle
             self._inflight += free  # reserve the slots while the claim runs
@@ -170,11 +172,12 @@ class Scheduler:
         finally:
             with self._cond:
                 self._inflight -= 1
-                now = self.clock.now()
-                for tenant in self._starved:
-                    self._wakes[tenant] = now
-                self._starved.clear()
-                self._cond.notify_all()
+                if self._starved and self._inflight <= self.low_water:
+                    now = self.clock.now()
+                    for tenant in self._starved:
+                        self._wakes[tenant] = now
+                    self._starved.clear()
+                    self._cond.notify_all()
 
     def run_claim(self, claim: Claim) -> bool:
         """Run one claimed attempt and record it; True if the record applied (lease still held)."""
