@@ -17,6 +17,7 @@ import secrets
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import APIRouter, Depends, Request
@@ -53,7 +54,7 @@ templates = Jinja2Templates(directory=str(Path(__file__).resolve().parent.parent
 
 def viewer_zone(request: Request) -> ZoneInfo:
     """The browser's time zone, which static/app.js keeps in the `tz` cookie; UTC until it has."""
-    name = request.cookies.get("tz", "")
+    name = unquote(request.cookies.get("tz", ""))  # app.js percent-encodes the slash
     try:
         return ZoneInfo(name) if name else ZoneInfo("UTC")
     except (ZoneInfoNotFoundError, ValueError):
