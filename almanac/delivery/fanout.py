@@ -32,7 +32,9 @@ def _insert(session: Session, table: Any, values: dict[str, Any]) -> int:
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
-    return session.execute(insert(table).values(**values).on_conflict_do_nothing()).rowcount
+    # RETURNING rather than rowcount: psycopg reports -1 for a statement like this one.
+    statement = insert(table).values(**values).on_conflict_do_nothing().returning(*table.primary_key.columns)
+    return 1 if session.execute(statement).first() is not None else 0
 
 
 def order_key(schedule_id: int | None, job_key: str | None, run_id: int | None, event_id: int) -> str:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import pytest
-
 HOOK = {"kind": "webhook", "name": "orders", "url": "https://93.184.216.34/hooks/almanac", "topics": ["order.*"]}
 MAIL = {"kind": "email", "name": "ops", "recipients": ["ops@example.com"], "topics": ["*"],
         "subject_template": "{{ event.topic }}", "body_template": "Data: {{ event.data.order }}"}
@@ -34,11 +32,16 @@ def test_email_target_and_changes(api: Callable[..., Any]) -> None:
     assert client.get(f"/api/v1/targets/{made['id']}").json()["error"]["code"] == "not_found"
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9/x", "http://[::1]/", "http://169.254.169.254/latest/meta-data",
-                                 "http://localhost/", "http://[::ffff:10.0.0.1]/", "http://100.64.0.1/", "ftp://x.test/"])
-def test_internal_urls_are_refused_at_creation(api: Callable[..., Any], url: str) -> None:
-    answer = api().post("/api/v1/targets", json={**HOOK, "url": url})
-    assert answer.status_code == 422 and answer.json()["error"]["code"] == "validation_error"
+INTERNAL = ["http://127.0.0.1:9/x", "http://[::1]/", "http://169.254.169.254/latest/meta-data", "http://localhost/",
+            "http://[::ffff:10.0.0.1]/", "http://100.64.0.1/", "ftp://x.test/"]
+
+
+def test_internal_urls_are_refused_at_creation(api: Callable[..., Any]) -> None:
+    client = api()  # one tenant for all cases: creating tenants is the slow part of these tests
+    for url in INTERNAL:
+        answer = client.post("/api/v1/targets", json={**HOOK, "url": url})
+        assert answer.status_code == 422 and answer.json()["error"]["code"] == "validation_error", url
+    assert client.get("/api/v1/targets").json() == []
 
 
 def test_internal_urls_are_refused_on_change_too(api: Callable[..., Any]) -> None:
@@ -48,14 +51,18 @@ def test_internal_urls_are_refused_on_change_too(api: Callable[..., Any]) -> Non
     assert answer.status_code == 422
 
 
-@pytest.mark.parametrize("change", [
+BAD = [
     {"topics": []}, {"topics": ["bad topic"]}, {"recipients": ["not-an-address"]},
     {"body_template": "{% for %}"}, {"subject_template": "x" * 2000}, {"extra": 1},
     {"kind": "webhook", "recipients": ["a@b.test"], "url": "https://93.184.216.34/"},
-])
-def test_bad_targets_are_refused(api: Callable[..., Any], change: dict[str, Any]) -> None:
-    answer = api().post("/api/v1/targets", json={**MAIL, **change})
-    assert answer.status_code == 422, answer.text
+]
+
+
+def test_bad_targets_are_refused(api: Callable[..., Any]) -> None:
+    client = api()
+    for change in BAD:
+        answer = client.post("/api/v1/targets", json={**MAIL, **change})
+        assert answer.status_code == 422, (change, answer.text)
 
 
 def test_only_admins_see_targets(api: Callable[..., Any]) -> None:
