@@ -5,7 +5,6 @@ Every wrong input ends with one line on stderr and exit status 2; nothing is hal
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Annotated, Optional
 
@@ -41,7 +40,9 @@ def _settings() -> Settings:
 
 
 def _setup_logging(settings: Settings) -> None:
-    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    from almanac import logs
+
+    logs.configure(settings.log_level)
 
 
 def _database() -> Database:

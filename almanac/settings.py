@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     default_min_interval_seconds: int = Field(default=60, ge=1)
     # Outbound webhooks may reach private and loopback addresses only when the operator says so.
     allow_private_targets: bool = False
+    # A claimed run's lease is its script's timeout plus this margin; then another process may retry it.
+    lease_margin_s: float = Field(default=30.0, gt=0, le=3600)
+    # Sandbox worker processes (0 = run scripts in threads of this process; None = one per core).
+    sandbox_processes: int | None = Field(default=None, ge=0, le=64)
     smtp_host: str = "127.0.0.1"
     smtp_port: int = 25
     smtp_from: str = "almanac@localhost"
