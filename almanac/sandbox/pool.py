@@ -64,6 +64,8 @@ class _Worker:
         self.process = process  # multiprocessing.Process
         self.conn = conn  # multiprocessing.connection.Connection
         self.runs = 0
+        self.retired = False
+        self.exitcode: int | None = None
         # Connection.poll builds a selector per call; a poll object is ~10x cheaper.
         self.poller = select.poll()
         self.poller.register(conn.fileno(), select.POLLIN)
@@ -183,17 +185,20 @@ class SandboxPool:
 
     def _exchange(self, worker: _Worker, request: bytes, caps: Capabilities | None,
                   budget: float) -> list:
-        """Send one request; serve capability calls until the worker answers."""
+        """Send one request; serve capability calls until the worker answers.
+
+        ``budget`` is wall time, capability calls included, as for the guest's
+        own deadline; so a worker cannot keep this thread serving it forever.
+        """
         conn = worker.conn
         try:
             conn.send_bytes(request)
         except OSError:
             raise _Lost("gone") from None
+        deadline = time.monotonic() + budget
         while True:
-            waited = time.monotonic()
-            if not worker.wait(budget):
+            if not worker.wait(deadline - time.monotonic()):
                 raise _Lost("hung")
-            budget -= time.monotonic() - waited
             message = json.loads(conn.recv_bytes(MAX_MESSAGE))
             if message[0] != "cap":
                 return message
@@ -227,12 +232,20 @@ class SandboxPool:
     # --- worker lifecycle -----------------------------------------------------
 
     def _start_all(self) -> None:
-        if not _engine_cache_filled(self._cache_dir):
-            # One worker compiles and fills the cache; the rest then load it.
-            self._add(self._await_ready(self._start()))
-        starting = [self._start() for _ in range(self.size - len(self._idle))]
-        for worker in starting:
-            self._add(self._await_ready(worker))
+        starting: list[_Worker] = []
+        try:
+            if not _engine_cache_filled(self._cache_dir):
+                # One worker compiles and fills the cache; the rest then load it.
+                starting.append(self._start())
+                self._add(self._await_ready(starting[0]))
+            while len(starting) < self.size:
+                starting.append(self._start())
+            for worker in starting[len(self._idle):]:
+                self._add(self._await_ready(worker))
+        except BaseException:
+            for worker in starting:
+                _retire(worker, "start failed")
+            raise
 
     def _start(self) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
@@ -249,7 +262,7 @@ class SandboxPool:
         except (EOFError, OSError, ValueError):
             pass
         _retire(worker, "start failed")
-        raise RuntimeError(f"sandbox worker did not start (exit code {worker.process.exitcode})")
+        raise RuntimeError(f"sandbox worker did not start (exit code {worker.exitcode})")
 
     def _add(self, worker: _Worker) -> None:
         with self._cond:
@@ -287,13 +300,17 @@ class SandboxPool:
 
 def _retire(worker: _Worker, why: str) -> None:
     """Close the pipe (a live worker exits on EOF); kill it if it lingers."""
+    if worker.retired:
+        return
+    worker.retired = True
     worker.conn.close()
     worker.process.join(0.5)
     if worker.process.exitcode is None:
         worker.process.kill()
         worker.process.join()
-    fields = {"pid": worker.process.pid, "exitcode": worker.process.exitcode,
-              "runs": worker.runs, "reason": why}
+    worker.exitcode = worker.process.exitcode
+    fields = {"pid": worker.process.pid, "exitcode": worker.exitcode, "runs": worker.runs,
+              "reason": why}
     if why in ("gone", "died", "hung", "malformed", "interrupted", "start failed"):
         log.warning("sandbox.worker_lost", extra=fields)
     else:

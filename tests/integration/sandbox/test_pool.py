@@ -248,3 +248,9 @@ def test_a_worker_that_died_while_idle_costs_no_run(cache_dir):
         time.sleep(0.1)
         r = p.run("export default () => 'ok'", {}, Limits(), NullCapabilities())
         assert (r.status, r.output) == ("succeeded", "ok")
+
+
+def test_a_pool_whose_workers_cannot_start_fails_to_construct(tmp_path):
+    (tmp_path / "file").write_text("not a directory")
+    with pytest.raises(RuntimeError, match="sandbox worker did not start"):
+        SandboxPool(workers=2, cache_dir=tmp_path / "file" / "cache")
