@@ -37,8 +37,18 @@ class Settings(BaseSettings):
     # Sandbox worker processes (0 = run scripts in threads of this process; None = one per core).
     sandbox_processes: int | None = Field(default=None, ge=0, le=64)
     smtp_host: str = "127.0.0.1"
-    smtp_port: int = 25
+    smtp_port: int = Field(default=25, ge=1, le=65535)
     smtp_from: str = "almanac@localhost"
+    smtp_username: str | None = None
+    smtp_password: str | None = None
+    smtp_starttls: bool = False
+    # Event delivery (webhooks and e-mail): per-attempt timeout, retries with doubling backoff.
+    delivery_timeout_s: float = Field(default=10.0, gt=0, le=120)
+    delivery_max_attempts: int = Field(default=8, ge=1, le=50)
+    delivery_backoff_base_s: float = Field(default=30.0, gt=0)
+    delivery_backoff_cap_s: float = Field(default=3 * 3600.0, gt=0)
+    delivery_retry_after_cap_s: float = Field(default=3600.0, gt=0)
+    delivery_poll_s: float = Field(default=1.0, gt=0, le=60)
 
     @field_validator("log_level")
     @classmethod
