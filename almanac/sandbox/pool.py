@@ -20,7 +20,13 @@ so threads cannot use two cores; processes can.
 Workers are started with the "forkserver" context (never plain fork: the
 platform has threads and database connections); the fork server preloads
 this package, and each worker loads the compiled module from ``cache_dir``,
-so a new worker costs tens of milliseconds, not a compile.
+so a new worker costs tens of milliseconds, not a compile.  As with any
+multiprocessing start method but fork, the parent's ``__main__`` is imported
+once more (in the fork server): it must be importable and guard its work with
+``if __name__ == "__main__"``.
+
+The workers run as the parent's user: the process boundary contains crashes,
+runaway memory and hangs, not a guest that escaped wasmtime.
 """
 
 from __future__ import annotations
