@@ -13,9 +13,11 @@ so threads cannot use two cores; processes can.
   or that has done ``max_runs_per_worker`` runs, is retired and a fresh one
   started by a background thread; the caller does not wait for it.
 * Failure: if a worker dies mid-run (crash, OOM kill) the run ends ``failed``
-  with "sandbox worker died"; if it stops answering for its timeout plus
-  ``GRACE_S`` (time spent in capability calls not counted), it is killed and
-  the run ends ``timed_out``.  Either way the worker is replaced.
+  with "sandbox worker died"; if it has not answered once its timeout plus
+  ``GRACE_S`` have passed (wall time, capability calls included, as for the
+  guest's own deadline), it is killed and the run ends ``timed_out``.  Either
+  way the worker is replaced.  A worker found dead before it got the job
+  costs no run: the job goes to another worker.
 
 Workers are started with the "forkserver" context (never plain fork: the
 platform has threads and database connections); the fork server preloads
