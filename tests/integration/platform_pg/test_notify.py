@@ -1,0 +1,78 @@
+"""Wake-ups across processes by LISTEN/NOTIFY, and the listener's reconnection."""
+
+from __future__ import annotations
+
+import queue
+
+import pytest
+from sqlalchemy import text
+
+from almanac.db import Database
+from almanac.platform.notify import Listener, Notifier, notify_in
+
+pytestmark = pytest.mark.postgres
+
+
+def _listening(database: Database, **kwargs) -> tuple[Listener, "queue.Queue[str]", list[int]]:
+    got: "queue.Queue[str]" = queue.Queue()
+    connects: list[int] = []
+    listener = Listener(database.url, got.put, on_connect=lambda: connects.append(1), poll_s=0.1, **kwargs)
+    listener.start()
+    assert listener.connected.wait(10)
+    return listener, got, connects
+
+
+def test_a_notification_after_commit_reaches_the_listener_with_the_slug(database: Database) -> None:
+    listener, got, connects = _listening(database)
+    try:
+        assert Notifier(database).notify("acme")
+        assert got.get(timeout=5) == "acme"
+        assert connects == [1]
+    finally:
+        listener.stop()
+
+
+def test_notify_in_a_transaction_is_sent_on_commit_only(database: Database) -> None:
+    listener, got, _ = _listening(database)
+    try:
+        with pytest.raises(RuntimeError):
+            with database.shared_session() as s:
+                notify_in(s, "rolled-back")
+                raise RuntimeError("boom")
+        with database.shared_session() as s:
+            notify_in(s, "committed")
+        assert got.get(timeout=5) == "committed"
+        assert got.empty()
+    finally:
+        listener.stop()
+
+
+def test_the_listener_reconnects_when_its_connection_is_killed(database: Database) -> None:
+    listener, got, connects = _listening(database, backoff_s=0.05)
+    try:
+        with database.engine.connect() as conn:  # what a database restart does to the session
+            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                              "WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()"))
+            conn.commit()
+        import time
+
+        deadline = time.monotonic() + 10
+        while listener.connections < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert listener.connections == 2 and len(connects) == 2  # on_connect: the caller re-wakes its tenants
+        assert listener.connected.wait(5)
+        Notifier(database).notify("after")
+        assert got.get(timeout=5) == "after"
+    finally:
+        listener.stop()
+
+
+def test_everything_is_a_no_op_on_sqlite(sqlite_settings) -> None:
+    db = Database(sqlite_settings)
+    try:
+        assert Listener.for_database(db, print) is None
+        assert Notifier(db).notify("acme") is False
+        with db.shared_session() as s:
+            notify_in(s, "acme")
+    finally:
+        db.dispose()
