@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from almanac.tenants import people, registry
+from tests.integration.web_views.conftest import PASSWORD, csrf_of
 from tests.support.routes import api_routes
-from tests.integration.web_views.conftest import PASSWORD, Browser, csrf_of
 
 
 def test_pages_send_strangers_to_login(browser, make_tenant):
