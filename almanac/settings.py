@@ -26,6 +26,8 @@ class Settings(BaseSettings):
     secret_key: str | None = None
     log_level: str = "info"
     var_dir: Path = Path("./var")
+    # Mark the session cookie Secure (only sent over HTTPS): turn on behind a TLS proxy.
+    secure_cookies: bool = False
     # Size of the SQLAlchemy pool per process; tenants share it (no per-tenant connections).
     pool_size: int = Field(default=10, ge=1, le=200)
     # Lowest minimum interval between occurrences for a new tenant (SPEC section 5).
