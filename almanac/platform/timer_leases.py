@@ -51,7 +51,7 @@ from almanac.platform.coordination_models import TimerLease, WorkerHeartbeat
 log = logging.getLogger("almanac.leases")
 
 L, H = TimerLease.__table__, WorkerHeartbeat.__table__
-DEFAULT_TTL_S = 15.0
+DEFAULT_TTL_S = 10.0
 
 
 def ttl_from_env() -> float:
