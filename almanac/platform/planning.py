@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any, Protocol
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from almanac.platform.models import (
@@ -87,6 +87,36 @@ def plan_next(session: Session, schedule: Any, after: datetime, now: datetime, r
         ))
     session.execute(update(S).where(S.c.id == schedule.id).values(next_run_at=when))
     return when
+
+
+def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: datetime, rules: Rules) -> None:
+    """`plan_next` for many schedules: one INSERT ... ON CONFLICT DO NOTHING and one UPDATE, each an executemany.
+
+    Applied in order, so a schedule planned twice ends with the last one's next_run_at.
+    """
+    rows, nexts = [], []
+    for schedule, after in plans:
+        when = rules.next_after(schedule.rrule, schedule.input_kind, after)
+        if when is not None:
+            rows.append(occurrence_values(now, when, schedule.priority, "schedule",
+                                          schedule_id=schedule.id, schedule_version=schedule.version))
+        nexts.append({"b_id": schedule.id, "b_next": when})
+    conn = session.connection()
+    if rows:
+        conn.execute(_insert_ignore_stmt(conn.dialect.name), rows)
+    conn.execute(_SET_NEXT_RUN, nexts)
+
+
+_SET_NEXT_RUN = update(S).where(S.c.id == bindparam("b_id")).values(next_run_at=bindparam("b_next"))
+
+
+@lru_cache(maxsize=2)
+def _insert_ignore_stmt(dialect: str) -> Any:
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert(O).on_conflict_do_nothing()
 
 
 def unplan_schedule(session: Session, schedule_id: int) -> None:

@@ -16,6 +16,7 @@ Each attempt is one row in `runs`, unique on (occurrence, attempt).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -106,6 +107,14 @@ class Store(Protocol):
         (kv writes, events, job upserts) are applied in the same transaction; a
         retryable failure with attempts left replans the occurrence at the
         backoff time. Occurrences queued behind this one become due.
+        """
+
+    def finish_many(self, items: Sequence[tuple[Claim, Outcome, Any, datetime]]) -> list[bool]:
+        """`finish` for several attempts of one tenant, in one transaction; True for each that applied.
+
+        Each attempt is fenced by its own lease token exactly as in `finish`: a fenced
+        one changes nothing and its effects are dropped, the others still apply. If
+        the transaction fails, none is recorded.
         """
 
     def next_due_at(self, tenant: str) -> datetime | None:

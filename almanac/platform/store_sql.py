@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from almanac.db import Database
@@ -28,6 +31,8 @@ from almanac.platform.models import (
 from almanac.platform.store import Claim, ClaimBatch, Outcome
 
 log = logging.getLogger("almanac.scheduler")
+
+Finish = tuple[Claim, Outcome, "RunEffects | None", datetime]  # what finish_many records, per attempt
 
 O, R, J, S = Occurrence.__table__, Run.__table__, Job.__table__, Schedule.__table__
 KVT, EV, SC, SV = KV.__table__, Event.__table__, Script.__table__, ScriptVersion.__table__
@@ -51,23 +56,70 @@ def job_policy(row: Any) -> policies.Policy:
     return policies.Policy(overlap="allow", expire_after_s=row.expire_after_s, max_attempts=row.max_attempts)
 
 
+# The hot path's statements, built once: SQLAlchemy caches their compiled form, and a list of
+# parameter sets runs them as one executemany.
+_CLAIM_CAS = update(O).where(
+    O.c.id == bindparam("b_id"), O.c.status == bindparam("b_status"), O.c.attempt == bindparam("b_attempt"),
+).values(status=RUNNING, attempt=bindparam("b_new_attempt"), lease_token=bindparam("b_token"),
+         lease_until=bindparam("b_lease"), due_at=bindparam("b_lease"))
+_CLAIM_RUN_ID = update(O).where(O.c.id == bindparam("b_id")).values(run_id=bindparam("b_run_id"))
+_INSERT_RUNS = R.insert().returning(R.c.id, sort_by_parameter_order=True)
+_FINISH_RUN = update(R).where(R.c.id == bindparam("b_id"), R.c.lease_token == bindparam("b_token")).values(
+    status=bindparam("b_status"), reason=bindparam("b_reason"), started_at=bindparam("b_started"),
+    finished_at=bindparam("b_finished"), output=bindparam("b_output"), error=bindparam("b_error"),
+    error_line=bindparam("b_error_line"), logs=bindparam("b_logs"), duration_ms=bindparam("b_duration"),
+)
+_FINISH_JOB = update(J).where(
+    J.c.id == bindparam("b_id"), J.c.state == JOB_PENDING, J.c.run_at == bindparam("b_run_at"),
+).values(state=JOB_DONE, updated_at=bindparam("b_now"))
+
+
+@dataclass(frozen=True)
+class _Script:
+    id: int
+    timeout_ms: int
+    memory_mb: int
+    version: int
+    source: str
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A runnable occurrence of this claim transaction, claimed in bulk at its end."""
+
+    row: Any
+    owner: Any
+    script: Any
+    policy: policies.Policy
+    token: str
+    lease: datetime
+
+
 class _Batch:
     """The rows one claim transaction works on, loaded with one query per table."""
 
-    def __init__(self, s: Session, rows: list[Any]) -> None:
+    def __init__(self, store: SqlStore, s: Session, tenant: str, rows: list[Any]) -> None:
         sids = {r.schedule_id for r in rows if r.schedule_id is not None}
         jids = {r.job_id for r in rows if r.job_id is not None}
         self.schedules = {r.id: r for r in s.execute(select(S).where(S.c.id.in_(sids)))} if sids else {}
         self.jobs = {r.id: r for r in s.execute(select(J).where(J.c.id.in_(jids)))} if jids else {}
+        # Running attempts of these schedules (for overlap), kept current as this batch claims and recovers.
+        self.running: dict[int, dict[int, datetime]] = {}
+        if sids:
+            for r in s.execute(select(O.c.id, O.c.schedule_id, O.c.lease_until).where(
+                    O.c.schedule_id.in_(sids), O.c.status == RUNNING)):
+                self.running.setdefault(r.schedule_id, {})[r.id] = r.lease_until
         script_ids = {r.script_id for r in [*self.schedules.values(), *self.jobs.values()]}
-        query = (
-            select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SV.c.version, SV.c.source)
-            .join(SV, (SV.c.script_id == SC.c.id) & (SV.c.version == SC.c.current_version))
-            .where(SC.c.id.in_(script_ids))
-        )
-        self.scripts = {r.id: r for r in s.execute(query)} if script_ids else {}
+        self.scripts = store._scripts(s, tenant, script_ids)
+        self.pending: list[_Pending] = []
+        self.plans: list[tuple[Any, datetime]] = []  # (schedule, after): next occurrences to plan
         self.claims: list[Claim] = []
         self.recorded: dict[str, int] = {}
+
+    def busy_until(self, schedule_id: int, occurrence_id: int) -> datetime | None:
+        """The earliest lease end among the schedule's other running attempts, or None."""
+        leases = [lease for oid, lease in self.running.get(schedule_id, {}).items() if oid != occurrence_id]
+        return min(leases) if leases else None
 
 
 class SqlStore:
@@ -76,6 +128,30 @@ class SqlStore:
         self.rules = rules or planning.RecurrenceRules()
         self.lease_margin_s = policies.LEASE_MARGIN_S if lease_margin_s is None else lease_margin_s
         self.is_postgres = not db.is_sqlite
+        # Script versions never change once written: their source is read once per process.
+        self._sources: dict[tuple[str, int, int], str] = {}
+        self._sources_lock = threading.Lock()
+
+    def _scripts(self, s: Session, tenant: str, script_ids: set[int]) -> dict[int, _Script]:
+        """The current version of each script, its source from the in-process cache when known."""
+        if not script_ids:
+            return {}
+        rows = s.execute(select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SC.c.current_version)
+                         .where(SC.c.id.in_(script_ids))).all()
+        with self._sources_lock:
+            missing = [(r.id, r.current_version) for r in rows if (tenant, r.id, r.current_version) not in self._sources]
+        if missing:
+            found = s.execute(select(SV.c.script_id, SV.c.version, SV.c.source).where(
+                SV.c.script_id.in_([sid for sid, _ in missing]),
+                tuple_(SV.c.script_id, SV.c.version).in_(missing))).all()
+            with self._sources_lock:
+                if len(self._sources) > 10_000:
+                    self._sources.clear()
+                self._sources.update({(tenant, r.script_id, r.version): r.source for r in found})
+        with self._sources_lock:
+            return {r.id: _Script(r.id, r.timeout_ms, r.memory_mb, r.current_version,
+                                  self._sources[(tenant, r.id, r.current_version)])
+                    for r in rows if (tenant, r.id, r.current_version) in self._sources}
 
     # -- claiming -------------------------------------------------------------------
 
@@ -88,7 +164,7 @@ class SqlStore:
             if self.is_postgres:
                 query = query.with_for_update(skip_locked=True)
             rows = s.execute(query).all()
-            batch = _Batch(s, rows)
+            batch = _Batch(self, s, tenant, rows)
             for row in rows:
                 if row.status == RUNNING:
                     row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
@@ -98,6 +174,7 @@ class SqlStore:
                     self._schedule_due(s, tenant, batch, row, now)
                 else:
                     self._job_due(s, tenant, batch, row, now)
+            self._flush(s, tenant, batch, now)
         return ClaimBatch(batch.claims, len(rows), len(rows) >= limit, sorted(batch.recorded.items()))
 
     def _cas(self, s: Session, row: Any, **values: Any) -> bool:
@@ -139,6 +216,7 @@ class SqlStore:
         values = dict(status=PLANNED, due_at=now) if retry else dict(status=DONE, due_at=None)
         if s.execute(update(O).where(cond).values(lease_token=None, lease_until=None, **values)).rowcount != 1:
             return None
+        batch.running.get(row.schedule_id, {}).pop(row.id, None)
         reason = "its lease lapsed: the process running it stopped" + (", retried" if retry else "")
         s.execute(update(R).where(R.c.occurrence_id == row.id, R.c.attempt == row.attempt,
                                   R.c.status == RUNNING).values(status="failed", reason=reason, finished_at=now))
@@ -168,8 +246,7 @@ class SqlStore:
                          own=True)
             self._finish_occurrence(s, batch, row, now)
             return
-        busy = s.execute(select(func.min(O.c.lease_until)).where(
-            O.c.schedule_id == sch.id, O.c.status == RUNNING, O.c.id != row.id)).scalar()
+        busy = batch.busy_until(sch.id, row.id)
         decision = policies.decide_overlap(policy, busy is not None, catch_up=row.trigger == "catchup")
         if decision == "skip":
             self._record(s, batch, row, row.scheduled_for, "skipped", "the previous run was still running", now,
@@ -203,7 +280,7 @@ class SqlStore:
                 values = planning.occurrence_values(
                     now, when, sch.priority, "catchup", schedule_id=sch.id, schedule_version=sch.version)
                 planning.insert_ignore(s, O, {**values, "due_at": now})  # due at once, oldest first
-        planning.plan_next(s, sch, due[-1], now, self.rules)
+        batch.plans.append((sch, due[-1]))  # planned with the others' at the end of the transaction
         if row.scheduled_for in plan.run:
             return True
         self._finish_occurrence(s, batch, row, now)
@@ -229,53 +306,133 @@ class SqlStore:
             self._record(s, batch, row, row.scheduled_for, "failed", "its script was deleted", now, own=True)
             self._finish_occurrence(s, batch, row, now)
             return
-        token, attempt = uuid.uuid4().hex, row.attempt + 1
         lease = policies.lease_until(now, script.timeout_ms, self.lease_margin_s)
-        if not self._cas(s, row, status=RUNNING, attempt=attempt, lease_token=token, lease_until=lease, due_at=lease):
+        batch.pending.append(_Pending(row, owner, script, policy, uuid.uuid4().hex, lease))
+        if row.schedule_id is not None:
+            batch.running.setdefault(row.schedule_id, {})[row.id] = lease
+
+    def _flush(self, s: Session, tenant: str, batch: _Batch, now: datetime) -> None:
+        """Plan the next occurrences and claim the runnable ones, a few statements for the whole batch.
+
+        Each claim is still a compare-and-set on its occurrence (status and attempt as
+        read); one whose row changed meanwhile is left out, and only the held ones get a run.
+        """
+        if batch.plans:
+            planning.plan_next_many(s, batch.plans, now, self.rules)
+        pending = batch.pending
+        if not pending:
             return
-        is_job = row.job_id is not None
-        run_id = s.execute(R.insert().values(
-            occurrence_id=row.id, schedule_id=row.schedule_id, job_key=owner.key if is_job else None,
-            script_id=script.id, script_version=script.version, trigger=row.trigger,
+        conn = s.connection()
+        changed = conn.execute(_CLAIM_CAS, [dict(
+            b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
+            b_token=p.token, b_lease=p.lease) for p in pending]).rowcount
+        if changed != len(pending):
+            held = {r.id for r in conn.execute(select(O.c.id).where(
+                O.c.id.in_([p.row.id for p in pending]),  # the key lookup (SQLite scans for a row-value IN)
+                tuple_(O.c.id, O.c.lease_token).in_([(p.row.id, p.token) for p in pending])))}
+            pending = [p for p in pending if p.row.id in held]
+            if not pending:
+                return
+        run_ids = [r.id for r in conn.execute(_INSERT_RUNS, [self._run_values(p, now) for p in pending])]
+        conn.execute(_CLAIM_RUN_ID, [dict(b_id=p.row.id, b_run_id=rid) for p, rid in zip(pending, run_ids)])
+        batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
+
+    @staticmethod
+    def _run_values(p: _Pending, now: datetime) -> dict[str, Any]:
+        row = p.row
+        return dict(
+            occurrence_id=row.id, schedule_id=row.schedule_id,
+            job_key=p.owner.key if row.job_id is not None else None,
+            script_id=p.script.id, script_version=p.script.version, trigger=row.trigger,
             scheduled_for=row.scheduled_for, created_at=now, started_at=now, status=RUNNING,
-            attempt=attempt, lease_token=token,
-        )).inserted_primary_key[0]
-        s.execute(update(O).where(O.c.id == row.id).values(run_id=run_id))
-        batch.claims.append(Claim(
-            tenant=tenant, occurrence_id=row.id, run_id=run_id, lease_token=token, lease_until=lease,
-            attempt=attempt, trigger=row.trigger, scheduled_for=row.scheduled_for, claimed_at=now,
+            attempt=row.attempt + 1, lease_token=p.token,
+        )
+
+    @staticmethod
+    def _claim_of(tenant: str, p: _Pending, run_id: int, now: datetime) -> Claim:
+        row, owner, script, is_job = p.row, p.owner, p.script, p.row.job_id is not None
+        return Claim(
+            tenant=tenant, occurrence_id=row.id, run_id=run_id, lease_token=p.token, lease_until=p.lease,
+            attempt=row.attempt + 1, trigger=row.trigger, scheduled_for=row.scheduled_for, claimed_at=now,
             schedule_id=row.schedule_id, job_id=row.job_id, job_key=owner.key if is_job else None,
             job_depth=owner.depth if is_job else None, job_root=owner.root_key if is_job else None,
             script_id=script.id, script_version=script.version, source=script.source,
             timeout_ms=script.timeout_ms, memory_mb=script.memory_mb, payload=json.loads(owner.payload),
-            policy=policy,
-        ))
+            policy=p.policy,
+        )
 
     # -- finishing --------------------------------------------------------------------
 
     def finish(self, claim: Claim, outcome: Outcome, effects: RunEffects | None, now: datetime) -> bool:
-        retry = policies.retry_at(claim.policy, outcome.status, claim.attempt, now)
+        return self.finish_many([(claim, outcome, effects, now)])[0]
+
+    def finish_many(self, items: Sequence[Finish]) -> list[bool]:
+        """`finish` for many attempts of one tenant, in one transaction; each fenced by its own token.
+
+        Returns, in order, whether each record applied. If the transaction fails nothing
+        is recorded (the caller may then finish the attempts one by one).
+        """
+        tenants = {claim.tenant for claim, *_ in items}
+        if len(tenants) != 1:
+            raise ValueError("finish_many records the attempts of one tenant at a time")
+        with self.db.tenant_session(tenants.pop()) as s:
+            applied = self._finish_batch(s, items)
+        for (claim, *_), ok in zip(items, applied):
+            if not ok:
+                log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
+        return applied
+
+    def _finish_batch(self, s: Session, items: Sequence[Finish]) -> list[bool]:
+        conn = s.connection()
+        retries = [policies.retry_at(c.policy, o.status, c.attempt, now) for c, o, _, now in items]
+        # The common case, an occurrence done for good: one fenced UPDATE for all, which returns
+        # the occurrences whose lease token still matched. An occurrence met twice (a lapsed
+        # attempt and its retry) is fenced row by row: the ids returned could not tell them apart.
+        counts: dict[int, int] = {}
+        for claim, *_ in items:
+            if claim.occurrence_id is not None:
+                counts[claim.occurrence_id] = counts.get(claim.occurrence_id, 0) + 1
+        in_bulk = [r is None and counts.get(c.occurrence_id) == 1 for (c, *_), r in zip(items, retries)]
+        done = [(c.occurrence_id, c.lease_token) for (c, *_), bulk in zip(items, in_bulk) if bulk]
+        held: set[int] = set()
+        if done:
+            held = {r.id for r in conn.execute(update(O).where(
+                O.c.id.in_([oid for oid, _ in done]),  # the key lookup (SQLite scans for a row-value IN)
+                O.c.status == RUNNING, tuple_(O.c.id, O.c.lease_token).in_(done),
+            ).values(status=DONE, due_at=None, lease_token=None, lease_until=None).returning(O.c.id))}
+        applied = [
+            (c.occurrence_id in held) if bulk else self._fence(s, c, r)
+            for (c, *_), r, bulk in zip(items, retries, in_bulk)
+        ]
+        ok = [(item, r) for item, r, a in zip(items, retries, applied) if a]
+        if not ok:
+            return applied
+        conn.execute(_FINISH_RUN, [self._finish_values(c, o, now, r) for (c, o, _, now), r in ok])
+        for (claim, outcome, effects, now), _ in ok:
+            if outcome.status == "succeeded" and effects is not None:
+                self._apply(s, claim, effects, now)
+        latest = max(now for (*_, now), _ in ok)
+        schedules = sorted({c.schedule_id for (c, *_), _ in ok if c.schedule_id is not None})
+        if schedules:
+            conn.execute(update(O).where(O.c.schedule_id.in_(schedules), O.c.status == QUEUED).values(due_at=latest))
+        jobs = [dict(b_id=c.job_id, b_run_at=c.scheduled_for, b_now=now)
+                for (c, _, _, now), r in ok if c.job_id is not None and r is None]
+        if jobs:
+            conn.execute(_FINISH_JOB, jobs)
+        return applied
+
+    @staticmethod
+    def _finish_values(claim: Claim, outcome: Outcome, now: datetime, retry: datetime | None) -> dict[str, Any]:
         reason = outcome.reason or ENDINGS.get(outcome.status, outcome.status)
         if retry is not None:
             reason += f"; retry {claim.attempt + 1} of {claim.policy.max_attempts} at {retry.isoformat()}"
-        with self.db.tenant_session(claim.tenant) as s:
-            if not self._fence(s, claim, retry):
-                log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
-                return False  # our lease lapsed and someone else took over: apply nothing
-            s.execute(update(R).where(R.c.id == claim.run_id, R.c.lease_token == claim.lease_token).values(
-                status=outcome.status, reason=reason[:200], started_at=outcome.started_at, finished_at=now,
-                output=None if outcome.output is None else json.dumps(outcome.output),
-                error=outcome.error, error_line=outcome.error_line,
-                logs=json.dumps(outcome.logs), duration_ms=outcome.duration_ms,
-            ))
-            if outcome.status == "succeeded" and effects is not None:
-                self._apply(s, claim, effects, now)
-            if claim.schedule_id is not None:
-                self._release_queued(s, claim.schedule_id, now)
-            if claim.job_id is not None and retry is None:
-                s.execute(update(J).where(J.c.id == claim.job_id, J.c.state == JOB_PENDING,
-                                          J.c.run_at == claim.scheduled_for).values(state=JOB_DONE, updated_at=now))
-        return True
+        return dict(
+            b_id=claim.run_id, b_token=claim.lease_token, b_status=outcome.status, b_reason=reason[:200],
+            b_started=outcome.started_at, b_finished=now,
+            b_output=None if outcome.output is None else json.dumps(outcome.output),
+            b_error=outcome.error, b_error_line=outcome.error_line, b_logs=json.dumps(outcome.logs),
+            b_duration=outcome.duration_ms,
+        )
 
     def _fence(self, s: Session, claim: Claim, retry: datetime | None) -> bool:
         """Release the occurrence (or a manual run) only if it still holds our lease token."""

@@ -1,0 +1,138 @@
+"""Claiming and recording in batches keeps every per-attempt guarantee: each claim is its own
+compare-and-set with its own lease token, each record is fenced by that token, and effects
+apply only for the records that applied."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from sqlalchemy import select, update
+
+from tests.integration.platform.scheduler_world import World
+
+from almanac.platform.effects import RunEffects
+from almanac.platform.models import Script, ScriptVersion
+from almanac.platform.store import Outcome
+from almanac.platform.timer import Scheduler
+
+
+def _effects(world: World, key: str) -> RunEffects:
+    effects = RunEffects(lambda k: None, lambda p: [], now=world.clock.now(), job_depth=None)
+    effects.kv_set(key, 1)
+    effects.emit("done", {"key": key})
+    return effects
+
+
+def test_one_claim_transaction_claims_many_with_their_own_tokens_and_runs(world: World) -> None:
+    script = world.add_script()
+    for i in range(25):
+        world.put_job(f"job-{i}", script, world.clock.now())
+    batch = world.store.claim_due(world.tenant, world.clock.now(), 100)
+    assert len(batch.claims) == 25 and not batch.full
+    assert len({c.lease_token for c in batch.claims}) == 25
+    assert len({c.run_id for c in batch.claims}) == 25
+    runs = {r.id: r for r in world.runs()}
+    for claim in batch.claims:
+        run = runs[claim.run_id]
+        assert (run.status, run.lease_token, run.occurrence_id, run.attempt) == (
+            "running", claim.lease_token, claim.occurrence_id, 1)
+    held = {o.id: o for o in world.occurrences()}
+    assert all(held[c.occurrence_id].run_id == c.run_id for c in batch.claims)
+    assert all(held[c.occurrence_id].lease_token == c.lease_token for c in batch.claims)
+    assert world.store.claim_due(world.tenant, world.clock.now(), 100).claims == []
+
+
+def test_a_batch_of_records_fences_each_attempt_by_its_own_token(world: World) -> None:
+    script = world.add_script(timeout_ms=1000)
+    world.put_job("dead", script, world.clock.now())
+    (dead,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    world.clock.set(dead.lease_until + timedelta(seconds=1))
+    world.put_job("alive", script, world.clock.now())
+    claims = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    retry = next(c for c in claims if c.occurrence_id == dead.occurrence_id)
+    alive = next(c for c in claims if c.job_key == "alive")
+    now = world.clock.now()
+    ok = Outcome("succeeded", started_at=now)
+    applied = world.store.finish_many([
+        (dead, ok, _effects(world, "from-dead"), now),  # its lease lapsed: refused, effects dropped
+        (retry, ok, _effects(world, "from-retry"), now),
+        (alive, ok, _effects(world, "from-alive"), now),
+    ])
+    assert applied == [False, True, True]
+    assert world.store.kv_read(world.tenant, "from-dead") is None
+    assert world.store.kv_read(world.tenant, "from-retry") == 1
+    assert world.store.kv_read(world.tenant, "from-alive") == 1
+    statuses = {(r.job_key, r.attempt): r.status for r in world.runs()}
+    assert statuses == {("dead", 1): "failed", ("dead", 2): "succeeded", ("alive", 1): "succeeded"}
+    assert world.job("dead").state == "done" and world.job("alive").state == "done"
+    assert {o.status for o in world.occurrences()} == {"done"}
+
+
+def test_a_batch_mixes_retries_failures_and_successes(world: World) -> None:
+    script = world.add_script()
+    for key in ("ok", "bad", "last"):
+        world.put_job(key, script, world.clock.now(), max_attempts=2 if key != "last" else 1)
+    claims = {c.job_key: c for c in world.store.claim_due(world.tenant, world.clock.now(), 10).claims}
+    now = world.clock.now()
+    applied = world.store.finish_many([
+        (claims["ok"], Outcome("succeeded", started_at=now, output={"n": 1}), _effects(world, "ok"), now),
+        (claims["bad"], Outcome("failed", started_at=now, error="boom"), _effects(world, "bad"), now),
+        (claims["last"], Outcome("timed_out", started_at=now), None, now),
+    ])
+    assert applied == [True, True, True]
+    runs = {r.job_key: r for r in world.runs()}
+    assert (runs["ok"].status, runs["ok"].output) == ("succeeded", '{"n": 1}')
+    assert runs["bad"].status == "failed" and "retry 2 of 2" in runs["bad"].reason
+    assert runs["last"].status == "timed_out"
+    assert world.store.kv_read(world.tenant, "bad") is None and world.store.kv_read(world.tenant, "ok") == 1
+    occurrences = {o.job_id: o for o in world.occurrences()}
+    assert occurrences[world.job("bad").id].status == "planned"
+    assert occurrences[world.job("ok").id].status == "done"
+    assert world.job("bad").state == "pending" and world.job("last").state == "done"
+
+
+def test_a_new_script_version_is_run_after_the_cached_one(world: World) -> None:
+    script = world.add_script(source="export default () => 'v1'")
+    world.put_job("a", script, world.clock.now())
+    (first,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    now = world.clock.now()
+    with world.session() as s:
+        s.add(ScriptVersion(script_id=script, version=2, source="export default () => 'v2'", created_at=now))
+        s.execute(update(Script).where(Script.id == script).values(current_version=2))
+    world.put_job("b", script, world.clock.now())
+    (second,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    assert (first.source, first.script_version) == ("export default () => 'v1'", 1)
+    assert (second.source, second.script_version) == ("export default () => 'v2'", 2)
+
+
+def test_schedules_due_together_are_each_planned_once(world: World) -> None:
+    script = world.add_script()
+    sids = [world.add_schedule(script, every=60) for _ in range(5)]
+    first = world.schedule(sids[0]).next_run_at
+    world.clock.set(first)
+    assert len(world.tick()) == 5
+    for sid in sids:
+        assert world.schedule(sid).next_run_at == first + timedelta(seconds=60)
+        assert [o.status for o in world.occurrences(schedule_id=sid)] == ["done", "planned"]
+
+
+def test_the_running_scheduler_records_every_run_through_its_recorder(world: World) -> None:
+    script = world.add_script()
+    for i in range(40):
+        world.put_job(f"job-{i}", script, world.clock.now())
+    scheduler = Scheduler(world.store, world.scheduler.runner, world.clock, lambda: [world.tenant],
+                          workers=4, metrics=world.scheduler.metrics)
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(world.runs(status="succeeded")) < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        scheduler.stop()
+    assert len(world.runs(status="succeeded")) == 40 and world.runs(status="running") == []
+    assert scheduler._inflight == 0
+    with world.session() as s:
+        from almanac.platform.models import Job
+
+        assert set(s.execute(select(Job.state)).scalars()) == {"done"}
