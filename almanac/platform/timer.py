@@ -4,7 +4,10 @@ One loop thread keeps, for every tenant, the time it next needs attention
 (background/000's timer per tenant, without a thread per tenant). Ticking a
 tenant claims due occurrences from the store (which plans the next ones in the
 same transaction) and hands the claims to a thread pool: script runs release
-the GIL, and the server's event loop is never blocked. After a tick the tenant
+the GIL, and the server's event loop is never blocked. Finished runs go to one
+recorder thread, which records whatever has finished meanwhile in one
+transaction per tenant (each record still fenced by its own lease token), so a
+burst costs a few transactions, not one per run. After a tick the tenant
 sleeps until its earliest `due_at`, at most `idle_s` so that changes made by
 other processes are seen on SQLite (PostgreSQL LISTEN/NOTIFY will call `wake`).
 
@@ -16,9 +19,11 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,8 +36,22 @@ from almanac.platform.store import Claim, Outcome, Store
 log = logging.getLogger("almanac.scheduler")
 
 
+RECORD_BATCH = 256  # finished runs recorded in one transaction, at most
+
+
 def default_workers() -> int:
     return max(2, os.cpu_count() or 2)
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A run that has ended and waits for its record."""
+
+    claim: Claim
+    outcome: Outcome
+    effects: RunEffects
+    finished_at: datetime
+    elapsed_s: float
 
 
 class Scheduler:
@@ -58,6 +77,8 @@ class Scheduler:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._finished: queue.Queue[_Finished | None] = queue.Queue()
+        self._recorder: threading.Thread | None = None
 
     # -- life cycle -----------------------------------------------------------------
 
@@ -66,6 +87,8 @@ class Scheduler:
             return
         self._stopping = False
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="almanac-run")
+        self._recorder = threading.Thread(target=self._record_loop, name="almanac-recorder", daemon=True)
+        self._recorder.start()
         self._thread = threading.Thread(target=self._loop, name="almanac-timer", daemon=True)
         self._thread.start()
         log.info("scheduler.started", extra={"event": "scheduler.started", "workers": self.workers})
@@ -81,6 +104,10 @@ class Scheduler:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=False)
             self._pool = None
+        if self._recorder is not None:
+            self._finished.put(None)  # after every run's record: the recorder drains them, then ends
+            self._recorder.join(timeout)
+            self._recorder = None
         log.info("scheduler.stopped", extra={"event": "scheduler.stopped"})
 
     def wake(self, tenant: str) -> None:
@@ -166,21 +193,29 @@ class Scheduler:
 
     def _execute(self, claim: Claim) -> None:
         try:
-            self.run_claim(claim)
+            self._finished.put(self._run(claim))  # the recorder releases the slot once recorded
         except Exception:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": claim.run_id})
-        finally:
-            with self._cond:
-                self._inflight -= 1
-                if self._starved and self._inflight <= self.low_water:
-                    now = self.clock.now()
-                    for tenant in self._starved:
-                        self._wakes[tenant] = now
-                    self._starved.clear()
-                    self._cond.notify_all()
+            self._release(1)
+
+    def _release(self, count: int) -> None:
+        with self._cond:
+            self._inflight -= count
+            if self._starved and self._inflight <= self.low_water:
+                now = self.clock.now()
+                for tenant in self._starved:
+                    self._wakes[tenant] = now
+                self._starved.clear()
+                self._cond.notify_all()
 
     def run_claim(self, claim: Claim) -> bool:
         """Run one claimed attempt and record it; True if the record applied (lease still held)."""
+        done = self._run(claim)
+        applied = self.store.finish(claim, done.outcome, done.effects, done.finished_at)
+        self._after_record(done, applied)
+        return applied
+
+    def _run(self, claim: Claim) -> _Finished:
         started = self.clock.now()
         self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
         effects = RunEffects(
@@ -196,19 +231,62 @@ class Scheduler:
             log.exception("run.runner_failed", extra={"event": "run.runner_failed", "run_id": claim.run_id})
             result = RunOutcome("failed", error=f"the platform could not run the script: {type(exc).__name__}")
         elapsed = self.clock.monotonic() - t0
-        outcome = _outcome(result, started, elapsed)
-        applied = self.store.finish(claim, outcome, effects, self.clock.now())
+        return _Finished(claim, _outcome(result, started, elapsed), effects, self.clock.now(), elapsed)
+
+    # -- recording ----------------------------------------------------------------------
+
+    def _record_loop(self) -> None:
+        stopping = False
+        while not stopping:
+            items = [self._finished.get()]
+            while len(items) < RECORD_BATCH:
+                try:
+                    items.append(self._finished.get_nowait())
+                except queue.Empty:
+                    break
+            stopping = None in items
+            done = [item for item in items if item is not None]
+            by_tenant: dict[str, list[_Finished]] = {}
+            for item in done:
+                by_tenant.setdefault(item.claim.tenant, []).append(item)
+            for group in by_tenant.values():
+                try:
+                    self._record(group)
+                except Exception:  # never let the recorder die: the slots must come back
+                    log.exception("run.record_failed", extra={"event": "run.record_failed"})
+                finally:
+                    self._release(len(group))
+
+    def _record(self, group: list[_Finished]) -> None:
+        """Record a tenant's finished runs in one transaction; if that fails, one by one."""
+        try:
+            applied: list[bool | None] = list(self.store.finish_many(
+                [(d.claim, d.outcome, d.effects, d.finished_at) for d in group]))
+        except Exception:
+            log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(group)})
+            applied = []
+            for d in group:  # one bad record (say, an effect the database refuses) costs only its own run
+                try:
+                    applied.append(self.store.finish(d.claim, d.outcome, d.effects, d.finished_at))
+                except Exception:
+                    log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
+                    applied.append(None)
+        for d, ok in zip(group, applied):
+            if ok is not None:
+                self._after_record(d, ok)
+
+    def _after_record(self, done: _Finished, applied: bool) -> None:
+        claim, outcome = done.claim, done.outcome
         self.metrics.runs.labels(status=outcome.status if applied else "fenced").inc()
-        self.metrics.duration.observe(elapsed)
+        self.metrics.duration.observe(done.elapsed_s)
         log.info("run.finished", extra={
             "event": "run.finished", "tenant": claim.tenant, "run_id": claim.run_id,
             "schedule_id": claim.schedule_id, "job_key": claim.job_key, "attempt": claim.attempt,
             "status": outcome.status, "applied": applied, "duration_ms": outcome.duration_ms,
-            "lag_s": round((started - claim.scheduled_for).total_seconds(), 3),
+            "lag_s": round((outcome.started_at - claim.scheduled_for).total_seconds(), 3),
         })
-        if applied and (effects.jobs or claim.schedule_id is not None):
+        if applied and (done.effects.jobs or claim.schedule_id is not None):
             self._wake_soon(claim.tenant)  # follow-ups or queued occurrences may be due now
-        return applied
 
     def _wake_soon(self, tenant: str) -> None:
         if self._thread is not None:
