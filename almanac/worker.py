@@ -83,19 +83,38 @@ class _SandboxCaps:
 
 
 class SandboxRunner:
-    """The platform's Runner on the wasmtime + QuickJS sandbox (built on first use)."""
+    """The platform's Runner on the wasmtime + QuickJS sandbox (built on first use).
 
-    def __init__(self, cache_dir: Path | None) -> None:
+    With `processes` > 0 (default: one per core, `ALMANAC_SANDBOX_PROCESSES`) scripts
+    run in a `SandboxPool` of worker processes, so runs use every core; with 0 they
+    run in this process (`Sandbox`), where threads cannot use a second core.
+    """
+
+    def __init__(self, cache_dir: Path | None, processes: int | None = None) -> None:
         self._cache_dir = cache_dir
+        self.processes = sandbox_processes() if processes is None else processes
         self._sandbox: Any = None
         self._lock = threading.Lock()
+
+    def run_threads(self) -> int | None:
+        """Threads the timer should run claims on to keep the pool's workers busy (None: its default).
+
+        Each run thread waits on its worker; a few more threads than workers let the
+        next run's dispatch and the last one's result overlap with the running script.
+        """
+        return 3 * self.processes if self.processes > 0 else None
 
     def _get(self) -> Any:
         with self._lock:
             if self._sandbox is None:
-                from almanac.sandbox import Sandbox
+                if self.processes > 0:
+                    from almanac.sandbox import SandboxPool
 
-                self._sandbox = Sandbox(self._cache_dir)
+                    self._sandbox = SandboxPool(workers=self.processes, cache_dir=self._cache_dir)
+                else:
+                    from almanac.sandbox import Sandbox
+
+                    self._sandbox = Sandbox(self._cache_dir)
             return self._sandbox
 
     def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
@@ -118,6 +137,12 @@ class SandboxRunner:
                 self._sandbox = None
 
 
+def sandbox_processes() -> int:
+    """`ALMANAC_SANDBOX_PROCESSES`: sandbox worker processes (default one per core; 0 runs scripts in-process)."""
+    value = os.environ.get("ALMANAC_SANDBOX_PROCESSES", "").strip()
+    return max(0, int(value)) if value else (os.cpu_count() or 1)
+
+
 def _lease_margin() -> float:
     # Until Settings carries it: acceptance tests shorten the lease to see a kill -9 retried quickly.
     return float(os.environ.get("ALMANAC_LEASE_MARGIN_S", LEASE_MARGIN_S))
@@ -130,7 +155,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     db = Database(settings)
     store = SqlStore(db, lease_margin_s=_lease_margin())
     runner = runner or SandboxRunner(settings.var_dir / "cache")
-    scheduler = Scheduler(store, runner, clock, lambda: list_slugs(db))
+    threads = runner.run_threads() if hasattr(runner, "run_threads") else None
+    scheduler = Scheduler(store, runner, clock, lambda: list_slugs(db), workers=threads)
     return Services(settings=settings, db=db, clock=clock, scheduler=scheduler, runner=runner, store=store)
 
 

@@ -1,0 +1,44 @@
+"""The worker's Runner: scripts in a pool of sandbox processes (the default) or in-process
+(`ALMANAC_SANDBOX_PROCESSES=0`), with the same results and the same buffered capabilities."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from almanac.platform.effects import RunEffects
+from almanac.worker import SandboxRunner, sandbox_processes
+
+SCRIPT = """export default async function (event) {
+  const seen = (await almanac.kv.get("seen")) ?? 0;
+  await almanac.kv.set("seen", seen + 1);
+  almanac.emit("seen", {seen});
+  try { await almanac.kv.set("", 1); } catch (e) { console.log("refused: " + e.message); }
+  return {seen, payload: event.payload};
+}"""
+
+
+def test_processes_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "0")
+    assert sandbox_processes() == 0 and SandboxRunner(None).run_threads() is None
+    monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "3")
+    assert sandbox_processes() == 3 and SandboxRunner(None).run_threads() == 9
+    monkeypatch.delenv("ALMANAC_SANDBOX_PROCESSES")
+    assert sandbox_processes() >= 1
+
+
+@pytest.mark.parametrize("processes", [0, 1], ids=["in-process", "pool"])
+def test_pool_and_in_process_runs_agree(processes: int, tmp_path) -> None:
+    runner = SandboxRunner(tmp_path / "cache", processes)
+    try:
+        effects = RunEffects(lambda key: 41 if key == "seen" else None, lambda prefix: [],
+                             now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=None)
+        result = runner.run(SCRIPT, {"payload": {"a": 1}}, 1000, 32, effects)
+        assert (result.status, result.output) == ("succeeded", {"seen": 41, "payload": {"a": 1}})
+        assert effects.kv_changes() == ({"seen": "42"}, [])
+        assert effects.events == [("seen", '{"seen":41}')]
+        assert any(line.startswith("refused: ") for line in result.logs)
+        assert runner.check_syntax("export default () => {") is not None
+    finally:
+        runner.close()
