@@ -394,12 +394,7 @@ class SqlStore:
                 counts[claim.occurrence_id] = counts.get(claim.occurrence_id, 0) + 1
         in_bulk = [r is None and counts.get(c.occurrence_id) == 1 for (c, *_), r in zip(items, retries)]
         done = [(c.occurrence_id, c.lease_token) for (c, *_), bulk in zip(items, in_bulk) if bulk]
-        held: set[int] = set()
-        if done:
-            held = {r.id for r in conn.execute(update(O).where(
-                O.c.id.in_([oid for oid, _ in done]),  # the key lookup (SQLite scans for a row-value IN)
-                O.c.status == RUNNING, tuple_(O.c.id, O.c.lease_token).in_(done),
-            ).values(status=DONE, due_at=None, lease_token=None, lease_until=None).returning(O.c.id))}
+        held = self._release_held(conn, done) if done else set()
         applied = [
             (c.occurrence_id in held) if bulk else self._fence(s, c, r)
             for (c, *_), r, bulk in zip(items, retries, in_bulk)
@@ -420,6 +415,28 @@ class SqlStore:
         if jobs:
             conn.execute(_FINISH_JOB, jobs)
         return applied
+
+    def _release_held(self, conn: Any, done: list[tuple[int, str]]) -> set[int]:
+        """Mark done the occurrences that still hold their attempt's token; return their ids.
+
+        The rows are read under lock (SQLite: the write transaction; PostgreSQL: FOR UPDATE)
+        and each is compared with its own token, then released in one UPDATE that repeats
+        the fence. (A row-value IN would do both in one statement, but SQLite scans its
+        list for every row: quadratic in the batch.)
+        """
+        query = select(O.c.id, O.c.lease_token).where(O.c.id.in_([oid for oid, _ in done]), O.c.status == RUNNING)
+        if self.is_postgres:
+            query = query.order_by(O.c.id).with_for_update()
+        current = dict(conn.execute(query).all())
+        held = [(oid, token) for oid, token in done if current.get(oid) == token]
+        if held:
+            changed = conn.execute(update(O).where(
+                O.c.id.in_([oid for oid, _ in held]), O.c.status == RUNNING,
+                O.c.lease_token.in_([token for _, token in held]),
+            ).values(status=DONE, due_at=None, lease_token=None, lease_until=None)).rowcount
+            if changed != len(held):  # cannot happen under the lock; never record on a guess
+                raise RuntimeError(f"fenced release changed {changed} occurrences, expected {len(held)}")
+        return {oid for oid, _ in held}
 
     @staticmethod
     def _finish_values(claim: Claim, outcome: Outcome, now: datetime, retry: datetime | None) -> dict[str, Any]:
