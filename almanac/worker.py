@@ -93,7 +93,10 @@ class SandboxRunner:
     def __init__(self, cache_dir: Path | None, processes: int | None = None) -> None:
         self._cache_dir = cache_dir
         self.processes = sandbox_processes() if processes is None else processes
-        self._sandbox: Any = None
+        self._sandbox: Any = None  # in-process: the fallback, and the bridge while the pool starts
+        self._pool: Any = None
+        self._starting: threading.Thread | None = None
+        self._closed = False
         self._lock = threading.Lock()
 
     def run_threads(self) -> int | None:
@@ -104,17 +107,48 @@ class SandboxRunner:
         """
         return 3 * self.processes if self.processes > 0 else None
 
-    def _get(self) -> Any:
+    def start(self) -> None:
+        """Start the pool's processes in the background (they take seconds); runs meanwhile go in-process."""
         with self._lock:
+            if self.processes > 0 and self._pool is None and self._starting is None and not self._closed:
+                self._starting = threading.Thread(target=self._start_pool, name="almanac-sandbox-start", daemon=True)
+                self._starting.start()
+
+    def ready(self, timeout: float | None = None) -> bool:
+        """Wait for the pool started by `start()`; True once scripts run in it."""
+        with self._lock:
+            starting = self._starting
+        if starting is not None:
+            starting.join(timeout)
+        with self._lock:
+            return self._pool is not None
+
+    def _start_pool(self) -> None:
+        from almanac.sandbox import SandboxPool
+
+        try:
+            pool = SandboxPool(workers=self.processes, cache_dir=self._cache_dir)
+        except Exception:
+            log.exception("worker.sandbox_pool_failed", extra={"event": "worker.sandbox_pool_failed"})
+            return  # scripts keep running in-process
+        with self._lock:
+            if not self._closed:
+                self._pool, pool = pool, None
+        if pool is not None:
+            pool.close()
+        else:
+            log.info("worker.sandbox_pool_ready", extra={"event": "worker.sandbox_pool_ready",
+                                                         "processes": self.processes})
+
+    def _get(self) -> Any:
+        self.start()
+        with self._lock:
+            if self._pool is not None:
+                return self._pool
             if self._sandbox is None:
-                if self.processes > 0:
-                    from almanac.sandbox import SandboxPool
+                from almanac.sandbox import Sandbox
 
-                    self._sandbox = SandboxPool(workers=self.processes, cache_dir=self._cache_dir)
-                else:
-                    from almanac.sandbox import Sandbox
-
-                    self._sandbox = Sandbox(self._cache_dir)
+                self._sandbox = Sandbox(self._cache_dir)
             return self._sandbox
 
     def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
@@ -132,9 +166,14 @@ class SandboxRunner:
 
     def close(self) -> None:
         with self._lock:
-            if self._sandbox is not None:
-                self._sandbox.close()
-                self._sandbox = None
+            self._closed = True
+            starting, self._starting = self._starting, None
+            parts, self._pool, self._sandbox = [self._pool, self._sandbox], None, None
+        if starting is not None:
+            starting.join(60)
+        for part in parts:
+            if part is not None:
+                part.close()
 
 
 def sandbox_processes() -> int:

@@ -69,7 +69,10 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None) -> dict[str, 
     from almanac.platform.store_sql import SqlStore
 
     runner = SandboxRunner(var / "cache", processes)
-    runner.run(NOOP_JS, {}, 1000, 32, None)  # start the sandbox and fill its cache, as a running server has
+    runner.start()
+    if runner.processes and not runner.ready(120):
+        raise SystemExit("the sandbox pool did not start")
+    runner.run(NOOP_JS, {}, 1000, 32, None)  # a warm sandbox, as a running server has
     scheduler = Scheduler(SqlStore(db), runner, SystemClock(), lambda: ["bench"], workers=runner.run_threads())
     started = datetime.now(timezone.utc)
     scheduler.start()

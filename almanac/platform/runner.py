@@ -29,6 +29,9 @@ class Runner(Protocol):
     def check_syntax(self, source: str) -> tuple[str, int | None, int | None] | None:
         """(message, line, column) of the first syntax error, or None."""
 
+    # Optional: `start()`, called when the scheduler starts, to prepare what runs scripts
+    # (the worker's runner starts its sandbox processes in the background).
+
 
 class FunctionRunner:
     """A Runner backed by a Python function `(source, event, caps) -> output` (tests, benchmarks)."""

@@ -86,6 +86,8 @@ class Scheduler:
         if self._thread is not None:
             return
         self._stopping = False
+        if hasattr(self.runner, "start"):
+            self.runner.start()  # e.g. sandbox processes, which take seconds to come up
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="almanac-run")
         self._recorder = threading.Thread(target=self._record_loop, name="almanac-recorder", daemon=True)
         self._recorder.start()

@@ -32,6 +32,8 @@ def test_processes_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_pool_and_in_process_runs_agree(processes: int, tmp_path) -> None:
     runner = SandboxRunner(tmp_path / "cache", processes)
     try:
+        runner.start()
+        assert runner.ready(120) is (processes > 0)
         effects = RunEffects(lambda key: 41 if key == "seen" else None, lambda prefix: [],
                              now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=None)
         result = runner.run(SCRIPT, {"payload": {"a": 1}}, 1000, 32, effects)
@@ -40,5 +42,17 @@ def test_pool_and_in_process_runs_agree(processes: int, tmp_path) -> None:
         assert effects.events == [("seen", '{"seen":41}')]
         assert any(line.startswith("refused: ") for line in result.logs)
         assert runner.check_syntax("export default () => {") is not None
+    finally:
+        runner.close()
+
+
+def test_runs_go_in_process_while_the_pool_starts(tmp_path) -> None:
+    runner = SandboxRunner(tmp_path / "cache", 1)
+    try:
+        runner.start()
+        result = runner.run("export default () => 7", {}, 1000, 32, None)  # likely before the pool is up
+        assert (result.status, result.output) == ("succeeded", 7)
+        assert runner.ready(120)
+        assert runner.run("export default () => 8", {}, 1000, 32, None).output == 8
     finally:
         runner.close()
