@@ -3,7 +3,8 @@
 from alembic import context
 
 from almanac.db import SharedBase
-import almanac.tenants.models  # noqa: F401  (registers the shared tables)
+import almanac.platform.coordination_models  # noqa: F401  (timer leases, heartbeats)
+import almanac.tenants.models  # noqa: F401  (tenants, people, tokens)
 
 connection = context.config.attributes["connection"]
 context.configure(connection=connection, target_metadata=SharedBase.metadata, render_as_batch=True)

@@ -7,9 +7,6 @@ Revises: s0001
 import sqlalchemy as sa
 from alembic import op
 
-# Registers the tables on SharedBase.metadata wherever migrations run, so that comparisons of
-# the migrated schema with the models see them (env.py imports only almanac.tenants.models).
-import almanac.platform.coordination_models  # noqa: F401
 from almanac.db import UTCDateTime
 
 revision = "s0002"
