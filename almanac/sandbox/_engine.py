@@ -25,7 +25,7 @@ from pathlib import Path
 
 import wasmtime
 
-from . import _wasi
+from . import _native, _wasi
 
 TICK_S = 0.005
 MAX_WASM_STACK = 1024 * 1024  # well under any Python thread's native stack
@@ -37,6 +37,11 @@ def wasm_path() -> Path:
         if file.name == "qjs-wasi-reactor.wasm":
             return Path(file.locate())
     raise FileNotFoundError("qjs-wasi-reactor.wasm is not installed")
+
+
+# The exports a run calls without type checks (``_native.call``).
+EXPORTS = {"_initialize": ([], []), "malloc": (["i32"], ["i32"]),
+           "qjs_init_argv": (["i32", "i32"], ["i32"])}
 
 
 def _config() -> wasmtime.Config:
@@ -80,6 +85,7 @@ class Shared:
     def __init__(self, cache_dir: Path | None) -> None:
         self.engine = wasmtime.Engine(_config())
         self.module = _load_module(self.engine, wasm_path(), cache_dir)
+        _native.check_exports(self.module, EXPORTS)
         linker = wasmtime.Linker(self.engine)
         _wasi.define(linker)
         self.pre = linker.instantiate_pre(self.module)

@@ -13,18 +13,25 @@ world is:
   line written, one JSON reply line read);
 * a clock; no environment, no arguments, no other files, no network.
 
-The functions are registered once on a process-wide Linker and find the
-current run through a thread-local, so one InstancePre serves every thread.
+The functions are registered once on a process-wide Linker (raw, through
+``_native``) and find the current run through a thread-local, so one
+InstancePre serves every thread.  Each gets the run's ``RunIO`` and its
+arguments as ints (i32 as unsigned, i64 as signed).
 """
 
 from __future__ import annotations
 
+import logging
 import struct
 import threading
 import time
 from typing import Callable
 
 import wasmtime
+
+from . import _native
+
+log = logging.getLogger("almanac.sandbox")
 
 BRIDGE_OUT = 100  # guest writes requests here
 BRIDGE_IN = 101  # guest reads replies here
@@ -40,9 +47,8 @@ ALL_RIGHTS = (1 << 64) - 1
 class HostExit(Exception):
     """Raised inside a host function to stop the guest (exit, host deadline).
 
-    wasmtime-py keeps the last callback exception in a process global, so the
-    exception object itself may surface in another thread; the reason is
-    therefore also recorded on the run's own ``RunIO`` and read from there.
+    It becomes a trap in the guest; the reason is recorded on the run's own
+    ``RunIO`` and read from there.
     """
 
 
@@ -62,7 +68,7 @@ class RunIO:
         self.reply = b""
         self.files: dict[int, list] = {}  # fd -> [data, position]
         self.next_fd = 10
-        self.memory: wasmtime.Memory | None = None
+        self.memory: _native.Memory | None = None
         self.exit_reason: str | None = None
 
     def log(self, data: bytes) -> None:
@@ -90,54 +96,45 @@ def _io() -> RunIO:
     return _current.io
 
 
-def _mem(caller: wasmtime.Caller) -> tuple[RunIO, wasmtime.Memory]:
-    io = _io()
-    if io.memory is None:
-        io.memory = caller.get("memory")
-    return io, io.memory
+def _put(io: RunIO, ptr: int, fmt: str, *values) -> None:
+    io.memory.write(ptr, struct.pack(fmt, *values))
 
 
-def _put(caller, ptr: int, fmt: str, *values) -> None:
-    _mem(caller)[1].write(caller, struct.pack(fmt, *values), ptr)
-
-
-def _iovecs(caller, iovs: int, count: int) -> list[tuple[int, int]]:
-    raw = _mem(caller)[1].read(caller, iovs, iovs + 8 * count)
+def _iovecs(io: RunIO, iovs: int, count: int) -> list[tuple[int, int]]:
+    raw = io.memory.read(iovs, 8 * count)
     return [struct.unpack_from("<II", raw, 8 * i) for i in range(count)]
 
 
-def _check_deadline() -> None:
-    io = _io()
+def _check_deadline(io: RunIO) -> None:
     if time.monotonic() > io.deadline:
         io.stop("timed_out")
 
 
 # --- the imports -----------------------------------------------------------
 
-def environ_sizes_get(caller, count_ptr, size_ptr):
-    _put(caller, count_ptr, "<I", 0)
-    _put(caller, size_ptr, "<I", 0)
+def environ_sizes_get(io, count_ptr, size_ptr):
+    _put(io, count_ptr, "<I", 0)
+    _put(io, size_ptr, "<I", 0)
     return ESUCCESS
 
 
-def environ_get(caller, environ, buf):
+def environ_get(io, environ, buf):
     return ESUCCESS
 
 
-def clock_time_get(caller, clock_id, precision, out_ptr):
+def clock_time_get(io, clock_id, precision, out_ptr):
     # Realtime for Date, monotonic for everything else; nanoseconds.
     now = time.time_ns() if clock_id == 0 else time.monotonic_ns()
-    _put(caller, out_ptr, "<Q", now)
+    _put(io, out_ptr, "<Q", now)
     return ESUCCESS
 
 
-def fd_close(caller, fd):
-    _io().files.pop(fd, None)
+def fd_close(io, fd):
+    io.files.pop(fd, None)
     return ESUCCESS
 
 
-def fd_fdstat_get(caller, fd, ptr):
-    io = _io()
+def fd_fdstat_get(io, fd, ptr):
     if fd in (0, 1, 2, BRIDGE_OUT, BRIDGE_IN):
         kind = FILETYPE_CHAR
     elif fd == ROOT_FD:
@@ -146,30 +143,29 @@ def fd_fdstat_get(caller, fd, ptr):
         kind = FILETYPE_FILE
     else:
         return EBADF
-    _put(caller, ptr, "<BxHxxxxQQ", kind, 0, ALL_RIGHTS, ALL_RIGHTS)
+    _put(io, ptr, "<BxHxxxxQQ", kind, 0, ALL_RIGHTS, ALL_RIGHTS)
     return ESUCCESS
 
 
-def fd_fdstat_set_flags(caller, fd, flags):
+def fd_fdstat_set_flags(io, fd, flags):
     return ENOTSUP
 
 
-def fd_prestat_get(caller, fd, ptr):
+def fd_prestat_get(io, fd, ptr):
     if fd != ROOT_FD:
         return EBADF
-    _put(caller, ptr, "<BxxxI", 0, 1)  # a directory whose name is 1 byte long
+    _put(io, ptr, "<BxxxI", 0, 1)  # a directory whose name is 1 byte long
     return ESUCCESS
 
 
-def fd_prestat_dir_name(caller, fd, path, length):
+def fd_prestat_dir_name(io, fd, path, length):
     if fd != ROOT_FD:
         return EBADF
-    _mem(caller)[1].write(caller, b"/"[:length], path)
+    io.memory.write(path, b"/"[:length])
     return ESUCCESS
 
 
-def fd_read(caller, fd, iovs, count, nread_ptr):
-    io, mem = _mem(caller)
+def fd_read(io, fd, iovs, count, nread_ptr):
     if fd == BRIDGE_IN:
         source = [io.reply, 0]
     elif fd in io.files:
@@ -179,47 +175,45 @@ def fd_read(caller, fd, iovs, count, nread_ptr):
     else:
         return EBADF
     total = 0
-    for base, length in _iovecs(caller, iovs, count):
+    for base, length in _iovecs(io, iovs, count):
         chunk = source[0][source[1]:source[1] + length]
-        mem.write(caller, chunk, base)
+        io.memory.write(base, chunk)
         source[1] += len(chunk)
         total += len(chunk)
         if len(chunk) < length:
             break
     if fd == BRIDGE_IN:
         io.reply = io.reply[source[1]:]
-    _put(caller, nread_ptr, "<I", total)
+    _put(io, nread_ptr, "<I", total)
     return ESUCCESS
 
 
-def fd_readdir(caller, fd, buf, length, cookie, used_ptr):
+def fd_readdir(io, fd, buf, length, cookie, used_ptr):
     return ENOTSUP
 
 
-def fd_seek(caller, fd, offset, whence, out_ptr):
-    entry = _io().files.get(fd)
+def fd_seek(io, fd, offset, whence, out_ptr):
+    entry = io.files.get(fd)
     if entry is None:
         return ESPIPE if fd in (0, 1, 2, BRIDGE_IN, BRIDGE_OUT) else EBADF
     base = {0: 0, 1: entry[1], 2: len(entry[0])}.get(whence)
     if base is None or base + offset < 0:
         return EINVAL
     entry[1] = base + offset
-    _put(caller, out_ptr, "<Q", entry[1])
+    _put(io, out_ptr, "<Q", entry[1])
     return ESUCCESS
 
 
-def fd_write(caller, fd, iovs, count, nwritten_ptr):
-    io, mem = _mem(caller)
+def fd_write(io, fd, iovs, count, nwritten_ptr):
     if fd not in (1, 2, BRIDGE_OUT):
         return EBADF
-    data = b"".join(mem.read(caller, base, base + length)
-                    for base, length in _iovecs(caller, iovs, count))
+    data = b"".join(io.memory.read(base, length) for base, length in _iovecs(io, iovs, count))
     if fd == BRIDGE_OUT:
         _bridge_write(io, data)
     else:
         io.log(data)
-    _put(caller, nwritten_ptr, "<I", len(data))
-    _check_deadline()
+    _put(io, nwritten_ptr, "<I", len(data))
+    _check_deadline(io)
     return ESUCCESS
 
 
@@ -241,9 +235,8 @@ def _bridge_write(io: RunIO, data: bytes) -> None:
         io.oversized = True
 
 
-def path_open(caller, dirfd, dirflags, path, path_len, oflags, rights, rights_inh, fdflags, fd_ptr):
-    io, mem = _mem(caller)
-    name = bytes(mem.read(caller, path, path + path_len))
+def path_open(io, dirfd, dirflags, path, path_len, oflags, rights, rights_inh, fdflags, fd_ptr):
+    name = io.memory.read(path, path_len)
     if dirfd != ROOT_FD:
         return EBADF
     if name != SCRIPT_NAME:
@@ -253,11 +246,11 @@ def path_open(caller, dirfd, dirflags, path, path_len, oflags, rights, rights_in
     fd = io.next_fd
     io.next_fd += 1
     io.files[fd] = [io.script, 0]
-    _put(caller, fd_ptr, "<I", fd)
+    _put(io, fd_ptr, "<I", fd)
     return ESUCCESS
 
 
-def path_filestat_get(caller, fd, flags, path, path_len, buf):
+def path_filestat_get(io, fd, flags, path, path_len, buf):
     return ENOTCAPABLE
 
 
@@ -265,14 +258,13 @@ def _refuse(*_args):
     return ENOTCAPABLE
 
 
-def poll_oneoff(caller, subs, events, count, nevents_ptr):
+def poll_oneoff(io, subs, events, count, nevents_ptr):
     """Timers: sleep at most until the run's deadline, then stop the guest.
 
     A guest sleeping in a host call cannot be interrupted by epochs, so the
     host itself bounds the sleep.
     """
-    io, mem = _mem(caller)
-    raw = mem.read(caller, subs, subs + 48 * count)
+    raw = io.memory.read(subs, 48 * count)
     wait_ns, out = None, []
     for i in range(count):
         userdata, tag = struct.unpack_from("<QB", raw, 48 * i)
@@ -286,17 +278,15 @@ def poll_oneoff(caller, subs, events, count, nevents_ptr):
     if wait_ns and wait_ns > 0 and len(out) == count:
         remaining = io.deadline - time.monotonic()
         time.sleep(max(0.0, min(wait_ns / 1e9, remaining + 0.001)))
-    _check_deadline()
-    mem.write(caller, b"".join(out), events)
-    _put(caller, nevents_ptr, "<I", len(out))
+    _check_deadline(io)
+    io.memory.write(events, b"".join(out))
+    _put(io, nevents_ptr, "<I", len(out))
     return ESUCCESS
 
 
-def proc_exit(caller, code):
-    _io().stop("exit")
+def proc_exit(io, code):
+    io.stop("exit")
 
-
-_I32, _I64 = wasmtime.ValType.i32(), wasmtime.ValType.i64()
 
 # name -> (python function, wasm parameter types, has an i32 result)
 IMPORTS: dict[str, tuple[Callable, str, bool]] = {
@@ -324,9 +314,16 @@ IMPORTS: dict[str, tuple[Callable, str, bool]] = {
 }
 
 
+def _trap_message(exc: BaseException) -> bytes:
+    if isinstance(exc, HostExit):
+        return f"host exit: {exc}".encode()
+    if not isinstance(exc, _native.Fault):
+        log.error("sandbox.wasi_failed", exc_info=exc)
+    return f"host call failed: {type(exc).__name__}".encode()
+
+
 def define(linker: wasmtime.Linker) -> None:
     """Register every WASI import the QuickJS reactor needs on ``linker``."""
     for name, (func, params, has_result) in IMPORTS.items():
-        ty = wasmtime.FuncType([_I64 if p == "I" else _I32 for p in params],
-                               [_I32] if has_result else [])
-        linker.define_func("wasi_snapshot_preview1", name, ty, func, access_caller=True)
+        _native.define(linker, "wasi_snapshot_preview1", name, params, has_result, func, _io,
+                       _trap_message)

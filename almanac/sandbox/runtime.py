@@ -30,7 +30,7 @@ from typing import Any
 
 import wasmtime
 
-from . import _engine, _wasi
+from . import _engine, _native, _wasi
 from ._bridge import Bridge
 from .capabilities import Capabilities, NullCapabilities
 from .limits import MIB, Limits
@@ -116,12 +116,11 @@ class Sandbox:
         store.set_epoch_deadline(self._shared.ticker.ticks_until(io.deadline))
         try:
             instance = self._shared.pre.instantiate(store)
-            exports = instance.exports(store)
-            io.memory = exports["memory"]
-            exports["_initialize"](store)
-            argc, argv_ptr = _write_argv(store, exports, argv)
-            exports["qjs_init_argv"](store, argc, argv_ptr)
-        except Exception as exc:  # traps, HostExit (possibly another thread's), wasmtime errors
+            io.memory = _native.Memory(_native.export(store, instance, "memory").of.memory)
+            _native.call(store, _native.export(store, instance, "_initialize"))
+            argc, argv_ptr = _write_argv(store, instance, io.memory, argv)
+            _native.call(store, _native.export(store, instance, "qjs_init_argv"), argc, argv_ptr)
+        except Exception as exc:  # traps (HostExit's included), wasmtime errors
             return exc
         return None
 
@@ -138,22 +137,26 @@ def _argv(bootstrap: bytes, job: dict, limits: Limits) -> list[bytes]:
             json.dumps(job, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")]
 
 
-def _write_argv(store: wasmtime.Store, exports: Any, argv: list[bytes]) -> tuple[int, int]:
+def _write_argv(store: wasmtime.Store, instance: wasmtime.Instance, memory: _native.Memory,
+                argv: list[bytes]) -> tuple[int, int]:
     """Copy argv into guest memory as a C ``char **`` (one malloc for all)."""
     blob = b"".join(a + b"\0" for a in argv)
     table = 4 * len(argv)
-    base = exports["malloc"](store, table + len(blob))
+    base = _native.call(store, _native.export(store, instance, "malloc"), table + len(blob))
+    if base == 0:
+        raise MemoryError("the guest could not allocate its arguments")
     pointers, offset = [], base + table
     for arg in argv:
         pointers.append(offset)
         offset += len(arg) + 1
-    exports["memory"].write(store, struct.pack(f"<{len(argv)}I", *pointers) + blob, base)
+    memory.refresh(_native.context(store))
+    memory.write(base, struct.pack(f"<{len(argv)}I", *pointers) + blob)
     return len(argv), base
 
 
 def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
     try:
-        return io.memory.data_len(store) if io.memory is not None else 0
+        return _native.memory_size(store, io.memory) if io.memory is not None else 0
     except Exception:
         return 0
 

@@ -1,0 +1,175 @@
+"""The hot path of a run, straight on wasmtime's C API through ctypes.
+
+wasmtime-py's generic layers cost more than the work they wrap on every run:
+its host-function trampoline builds a ``Caller``, a ``Val`` per argument and
+compares ``ValType`` objects to convert the result (tens of microseconds per
+WASI call, with the GIL held), ``Func.__call__`` rebuilds the function's type
+on every call and ``Instance.exports`` wraps every export.  Here:
+
+* imports are defined with ``wasmtime_linker_define_func_unchecked``: the
+  callback gets the raw argument array's address and unpacks it with one
+  precompiled ``struct.Struct``; the result is written back in place; a Python
+  exception becomes a trap made here (wasmtime-py's process-global "last
+  exception" is never involved);
+* guest memory is read and written with ``string_at``/``memmove`` at the
+  memory's base address, fetched from the caller on each host call together
+  with the memory's current size, and every access is bounds-checked against
+  that size (``Fault`` when it is outside);
+* exports are looked up by name, and called with
+  ``wasmtime_func_call_unchecked`` after their signatures were checked once
+  (``check_exports``).
+
+Nothing here is kept across runs but the function definitions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from ctypes import c_size_t, c_void_p
+from typing import Callable
+
+import wasmtime
+from wasmtime import _ffi as ffi
+
+RAW = ctypes.sizeof(ffi.wasmtime_val_raw_t)  # 16: every raw argument slot
+
+
+class Fault(Exception):
+    """The guest handed the host a pointer outside its linear memory."""
+
+
+def _proto(name: str, restype, *argtypes):
+    # A private function object: setting argtypes on ``ffi.dll.name`` would
+    # change the one wasmtime-py itself calls.
+    fn = ffi.dll[name]
+    fn.restype, fn.argtypes = restype, list(argtypes)
+    return fn
+
+
+_caller_context = _proto("wasmtime_caller_context", c_void_p, c_void_p)
+_memory_data = _proto("wasmtime_memory_data", c_void_p, c_void_p, c_void_p)
+_memory_data_size = _proto("wasmtime_memory_data_size", c_size_t, c_void_p, c_void_p)
+_trap_new = _proto("wasmtime_trap_new", c_void_p, ctypes.c_char_p, c_size_t)
+_Callback = ctypes.CFUNCTYPE(c_size_t, c_void_p, c_void_p, c_void_p, c_size_t)
+_Finalizer = ctypes.CFUNCTYPE(None, c_void_p)
+_string_at, _memmove = ctypes.string_at, ctypes.memmove
+_I32 = ctypes.c_int32
+
+
+class Memory:
+    """One run's view of the guest's linear memory (``memory`` export)."""
+
+    __slots__ = ("raw", "addr", "base", "size")
+
+    def __init__(self, raw: ffi.wasmtime_memory_t) -> None:
+        self.raw = raw  # keeps the struct alive; addr points into it
+        self.addr = ctypes.addressof(raw)
+        self.base = 0
+        self.size = 0
+
+    def refresh(self, context: int) -> None:
+        """Re-read base and size: the guest may have grown memory since."""
+        self.base = _memory_data(context, self.addr)
+        self.size = _memory_data_size(context, self.addr)
+
+    def read(self, ptr: int, length: int) -> bytes:
+        if ptr + length > self.size:
+            raise Fault(f"read of {length} bytes at {ptr}")
+        return _string_at(self.base + ptr, length)
+
+    def write(self, ptr: int, data: bytes) -> None:
+        if ptr + len(data) > self.size:
+            raise Fault(f"write of {len(data)} bytes at {ptr}")
+        _memmove(self.base + ptr, data, len(data))
+
+
+_keep: list = []  # callbacks must outlive the linker (and every instance): module-lifetime
+
+
+@_Finalizer
+def _no_finalizer(_data: int) -> None:
+    pass
+
+
+def define(linker: wasmtime.Linker, module: str, name: str, params: str, has_result: bool,
+           func: Callable, current: Callable[[], object],
+           on_error: Callable[[BaseException], bytes]) -> None:
+    """Define ``module.name`` as ``func(run, *params)`` (``params``: "i" u32, "I" i64).
+
+    ``run = current()`` is the calling thread's run; before each call its
+    ``memory`` (a ``Memory`` or None) is refreshed from the caller.  An
+    exception in ``func`` becomes a trap whose message is ``on_error(exc)``.
+    """
+    fmt = "<" + "".join("I12x" if p == "i" else "q8x" for p in params)
+    unpack, size = struct.Struct(fmt).unpack, RAW * len(params)
+
+    def callback(_env: int, caller: int, args: int, _nargs: int) -> int:
+        try:
+            run = current()
+            memory = run.memory
+            if memory is not None:
+                memory.refresh(_caller_context(caller))
+            result = func(run, *unpack(_string_at(args, size)))
+            if has_result:
+                _I32.from_address(args).value = result
+            return 0
+        except BaseException as exc:  # a ctypes callback must not raise
+            message = on_error(exc)
+            return _trap_new(message, len(message))
+
+    raw = _Callback(callback)
+    _keep.append(raw)
+    ty = wasmtime.FuncType([wasmtime.ValType.i64() if p == "I" else wasmtime.ValType.i32()
+                            for p in params], [wasmtime.ValType.i32()] if has_result else [])
+    module_b, name_b = module.encode(), name.encode()
+    error = ffi.wasmtime_linker_define_func_unchecked(
+        linker.ptr(), module_b, len(module_b), name_b, len(name_b), ty.ptr(),
+        ctypes.cast(raw, ffi.wasmtime_func_unchecked_callback_t), None,
+        ctypes.cast(_no_finalizer, ctypes.CFUNCTYPE(None, c_void_p)))
+    if error:
+        raise wasmtime.WasmtimeError._from_ptr(error)
+
+
+# --- calling into the instance -------------------------------------------------
+
+def export(store: wasmtime.Store, instance: wasmtime.Instance, name: str) -> ffi.wasmtime_extern_t:
+    item = ffi.wasmtime_extern_t()
+    name_b = name.encode()
+    if not ffi.wasmtime_instance_export_get(store._context(), ctypes.byref(instance._instance),
+                                            name_b, len(name_b), ctypes.byref(item)):
+        raise KeyError(name)
+    return item
+
+
+def check_exports(module: wasmtime.Module, expected: dict[str, tuple[list[str], list[str]]]) -> None:
+    """``call`` does not check types: make sure once that the module's match."""
+    found = {e.name: e.type for e in module.exports}
+    for name, (params, results) in expected.items():
+        ty = found.get(name)
+        if not isinstance(ty, wasmtime.FuncType) or [str(p) for p in ty.params] != params \
+                or [str(r) for r in ty.results] != results:
+            raise RuntimeError(f"the QuickJS module's export {name} has an unexpected type")
+
+
+def call(store: wasmtime.Store, func: ffi.wasmtime_extern_t, *args: int) -> int:
+    """Call an i32-only export whose type ``check_exports`` vouched for."""
+    slots = (ffi.wasmtime_val_raw_t * max(len(args), 1))()
+    for i, value in enumerate(args):
+        slots[i].i32 = value
+    trap = ctypes.POINTER(ffi.wasm_trap_t)()
+    error = ffi.wasmtime_func_call_unchecked(store._context(), ctypes.byref(func.of.func), slots,
+                                             len(slots), ctypes.byref(trap))
+    if error:
+        raise wasmtime.WasmtimeError._from_ptr(error)
+    if trap:
+        raise wasmtime.Trap._from_ptr(trap)
+    return slots[0].i32
+
+
+def context(store: wasmtime.Store) -> int:
+    return ctypes.cast(store._context(), c_void_p).value
+
+
+def memory_size(store: wasmtime.Store, memory: Memory) -> int:
+    return _memory_data_size(context(store), memory.addr)
