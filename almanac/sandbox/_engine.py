@@ -6,7 +6,8 @@ artifact is serialized to disk).  Every run then only instantiates it from a
 shared ``InstancePre`` into a fresh ``Store``.
 
 Deadlines use epoch interruption: a daemon thread bumps the engine's epoch
-every ``TICK_S``; each store traps once its deadline (in ticks) has passed.
+every ``TICK_S`` while runs are in flight; each store traps once its deadline
+(in ticks) has passed.
 The trap is raised by compiled code at loop back-edges and function entries,
 so it cannot be caught by JavaScript and stops regex backtracking and native
 QuickJS loops as well as script loops.
@@ -28,6 +29,7 @@ import wasmtime
 from . import _native, _wasi
 
 TICK_S = 0.005
+IDLE_S = 0.5  # the ticker parks once no run has been in flight for this long
 MAX_WASM_STACK = 1024 * 1024  # well under any Python thread's native stack
 
 
@@ -58,25 +60,61 @@ class _Ticker(threading.Thread):
     The thread may wake late (a busy machine, the GIL), so it catches up to
     wall-clock time instead of adding one tick per wake-up; deadlines are then
     measured in real time, not in wake-ups.
+
+    It only ticks while runs are in flight (and for ``IDLE_S`` after the last
+    one, so back-to-back runs do not wake it each time): an idle process costs
+    no wake-ups.  Parked, the epoch stands still; ``begin`` resumes it by
+    moving ``origin`` so that the current epoch means "now", before it turns
+    the run's deadline into ticks, all under one lock, so a run never gets a
+    deadline the ticker is not counting towards.
     """
 
     def __init__(self, engine: wasmtime.Engine) -> None:
         super().__init__(name="almanac-sandbox-epoch", daemon=True)
         self.engine = engine
-        self.stopped = threading.Event()
+        self.cond = threading.Condition()
         self.origin = time.monotonic()
-        self.epoch = 0  # ticks applied so far; only this thread writes it
+        self.epoch = 0  # ticks applied so far
+        self.inflight = 0
+        self.last_end = 0.0
+        self.active = False  # ticking (else parked until the next ``begin``)
+        self.stopped = False
 
-    def ticks_until(self, moment: float) -> int:
-        """Deadline, in ticks from the engine's current epoch, for ``moment``."""
-        return max(1, math.ceil((moment - self.origin) / TICK_S) - self.epoch)
+    def begin(self, deadline: float) -> int:
+        """A run starts: its deadline, in ticks from the engine's current epoch."""
+        with self.cond:
+            self.inflight += 1
+            if not self.active:
+                self.origin = time.monotonic() - self.epoch * TICK_S
+                self.active = True
+                self.cond.notify()
+            return max(1, math.ceil((deadline - self.origin) / TICK_S) - self.epoch)
+
+    def end(self) -> None:
+        with self.cond:
+            self.inflight -= 1
+            self.last_end = time.monotonic()
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify()
 
     def run(self) -> None:
-        while not self.stopped.wait(TICK_S / 2):
-            target = int((time.monotonic() - self.origin) / TICK_S)
-            while self.epoch < target:
-                self.engine.increment_epoch()
-                self.epoch += 1
+        with self.cond:
+            while not self.stopped:
+                if not self.active:
+                    self.cond.wait()
+                    continue
+                self.cond.wait(TICK_S / 2)
+                now = time.monotonic()
+                if self.inflight == 0 and now - self.last_end > IDLE_S:
+                    self.active = False
+                    continue
+                target = int((now - self.origin) / TICK_S)
+                while self.epoch < target:
+                    self.engine.increment_epoch()
+                    self.epoch += 1
 
 
 class Shared:
@@ -114,7 +152,7 @@ def release(shared: Shared) -> None:
     with _lock:
         shared.users -= 1
         if shared.users == 0 and shared.ticker is not None:
-            shared.ticker.stopped.set()
+            shared.ticker.stop()
             shared.ticker = None
 
 

@@ -101,10 +101,14 @@ class Sandbox:
         io = _wasi.RunIO(source.encode("utf-8", "surrogatepass"),
                          started + limits.timeout_ms / 1000, limits.log_bytes, bridge.handle)
         store = wasmtime.Store(self._shared.engine)
+        ticker = self._shared.ticker
+        ticks = ticker.begin(io.deadline)  # the epoch ticker runs while any run is in flight
         _wasi.bind(io)
         try:
+            store.set_epoch_deadline(ticks)
             trap = self._enter(store, io, _argv(self._bootstrap, job, limits), limits)
         finally:
+            ticker.end()
             _wasi.bind(None)
             memory_used = _memory_size(store, io)
             store.close()
@@ -113,7 +117,6 @@ class Sandbox:
     def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, argv: list[bytes],
                limits: Limits) -> BaseException | None:
         store.set_limits(memory_size=limits.memory_mb * MIB + STATIC_MEMORY)
-        store.set_epoch_deadline(self._shared.ticker.ticks_until(io.deadline))
         try:
             instance = self._shared.pre.instantiate(store)
             io.memory = _native.Memory(_native.export(store, instance, "memory").of.memory)
