@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, exists, select, update
+from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.orm import Session, aliased
 
 from almanac.delivery import policy
@@ -151,10 +151,48 @@ def attempts_of(session: Session, delivery_id: int) -> list[DeliveryAttempt]:
                                 .order_by(DeliveryAttempt.id)))
 
 
-def event_exists(session: Session, event_id: int) -> bool:
-    return session.execute(select(EV.c.id).where(EV.c.id == event_id)).first() is not None
+def get_event(session: Session, event_id: int) -> Event:
+    row = session.get(Event, event_id)
+    if row is None:
+        raise NotFound(f"There is no event {event_id}.")
+    return row
 
 
 def public_ids(session: Session, event_ids: list[int]) -> dict[int, str]:
     rows = session.execute(select(FO.c.event_id, FO.c.public_id).where(FO.c.event_id.in_(event_ids))).all()
     return {r.event_id: r.public_id for r in rows}
+
+
+def event_id_of(session: Session, public_id: str) -> int | None:
+    """The event behind a public id (`evt_…`), as receivers quote it; None if unknown."""
+    return session.execute(select(FO.c.event_id).where(FO.c.public_id == public_id)).scalar()
+
+
+def topics_of(session: Session, event_ids: list[int]) -> dict[int, str]:
+    return dict(session.execute(select(EV.c.id, EV.c.topic).where(EV.c.id.in_(event_ids))).all())
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of deliveries, newest first, with the public ids of their events and the cursor
+    (the last id) of the next page, or None when this page is the last."""
+
+    rows: list[Delivery]
+    public_ids: dict[int, str]
+    next_cursor: int | None
+
+
+def page(session: Session, *, limit: int = 50, **filters: Any) -> Page:
+    """`listing` with what every reader of it (API and pages) shows beside the rows."""
+    rows = listing(session, limit=limit, **filters)
+    cursor = rows[-1].id if len(rows) == limit else None
+    return Page(rows, public_ids(session, [r.event_id for r in rows]), cursor)
+
+
+def counts_by_target(session: Session) -> dict[int, dict[str, int]]:
+    """{target id: {status: deliveries}}, for an overview of every target at once."""
+    out: dict[int, dict[str, int]] = {}
+    rows = session.execute(select(D.c.target_id, D.c.status, func.count()).group_by(D.c.target_id, D.c.status))
+    for target_id, status, count in rows:
+        out.setdefault(target_id, {})[status] = count
+    return out

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from almanac.delivery import netguard, signing, templates
-from almanac.delivery.models import EMAIL, KINDS, WEBHOOK, Target
+from almanac.delivery.models import EMAIL, KINDS, NAME_MAX, WEBHOOK, Target
 from almanac.errors import NotFound, ValidationError
 
 TOPICS_MAX = 50
@@ -43,6 +43,13 @@ def check_topics(topics: list[str]) -> list[str]:
     return sorted(set(topics))
 
 
+def check_name(name: str) -> str:
+    name = (name or "").strip()
+    if not name or len(name) > NAME_MAX:
+        raise ValidationError(f"A target needs a name of 1-{NAME_MAX} characters.", details={"field": "name"})
+    return name
+
+
 def check_recipients(recipients: list[str]) -> list[str]:
     if not recipients or len(recipients) > RECIPIENTS_MAX:
         raise ValidationError(f"An e-mail target needs 1-{RECIPIENTS_MAX} recipients.")
@@ -59,7 +66,7 @@ def _apply(row: Target, fields: dict[str, Any], *, allow_private: bool) -> None:
     if wrong:
         raise ValidationError(f"A {row.kind} target has no {', '.join(sorted(wrong))}.")
     if "name" in fields:
-        row.name = fields["name"]
+        row.name = check_name(fields["name"])
     if "enabled" in fields:
         row.enabled = bool(fields["enabled"])
     if "topics" in fields:

@@ -9,7 +9,6 @@ from fastapi import Query
 from pydantic import BaseModel
 
 from almanac.delivery import store, targets
-from almanac.errors import NotFound
 from almanac.web.deps import ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="", tags=["deliveries"], read="admin", write="admin")
@@ -55,18 +54,17 @@ def _out(row: Any, public_id: str | None, attempts: list[Any] | None = None) -> 
         updated_at=row.updated_at, attempt_log=log)
 
 
-def _page(session: Any, rows: list[Any], limit: int) -> DeliveryPage:
-    ids = store.public_ids(session, [r.event_id for r in rows])
-    cursor = rows[-1].id if len(rows) == limit else None
-    return DeliveryPage(items=[_out(r, ids.get(r.event_id)) for r in rows], next_cursor=cursor)
+def _page(found: store.Page) -> DeliveryPage:
+    return DeliveryPage(items=[_out(r, found.public_ids.get(r.event_id)) for r in found.rows],
+                        next_cursor=found.next_cursor)
 
 
 @router.get("/deliveries")
 def list_deliveries(session: TenantSession, event_id: int | None = None, target_id: int | None = None,
                     status: Status | None = None, cursor: int | None = None,
                     limit: int = Query(default=50, ge=1, le=200)) -> DeliveryPage:
-    rows = store.listing(session, event_id=event_id, target_id=target_id, status=status, before_id=cursor, limit=limit)
-    return _page(session, rows, limit)
+    return _page(store.page(session, event_id=event_id, target_id=target_id, status=status, before_id=cursor,
+                            limit=limit))
 
 
 @router.get("/deliveries/{delivery_id}")
@@ -86,14 +84,12 @@ def retry_delivery(delivery_id: int, session: TenantSession, services: ServicesD
 
 @router.get("/events/{event_id}/deliveries")
 def event_deliveries(event_id: int, session: TenantSession, limit: int = Query(default=50, ge=1, le=200)) -> DeliveryPage:
-    if not store.event_exists(session, event_id):
-        raise NotFound(f"There is no event {event_id}.")
-    return _page(session, store.listing(session, event_id=event_id, limit=limit), limit)
+    store.get_event(session, event_id)  # 404 for an unknown (or another tenant's) event
+    return _page(store.page(session, event_id=event_id, limit=limit))
 
 
 @router.get("/targets/{target_id}/deliveries")
 def target_deliveries(target_id: int, session: TenantSession, status: Status | None = None,
                       cursor: int | None = None, limit: int = Query(default=50, ge=1, le=200)) -> DeliveryPage:
     targets.get(session, target_id)  # 404 for an unknown (or another tenant's) target
-    return _page(session, store.listing(session, target_id=target_id, status=status, before_id=cursor, limit=limit),
-                 limit)
+    return _page(store.page(session, target_id=target_id, status=status, before_id=cursor, limit=limit))
