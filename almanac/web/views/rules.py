@@ -174,10 +174,11 @@ def preview_context(form: RuleForm, principal: Principal, now: datetime, viewer:
 
 @router.get("/rules/preview")
 async def rule_preview(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
-    """The htmx partial behind the builder: it replaces the inside of the Preview region."""
+    """The htmx partial behind the builder: it replaces the inside of the Preview region, and
+    re-renders the Save button out of band, disabled while the rule is refused (the save refuses too)."""
     form = RuleForm.from_form(request.query_params, default_tz="UTC")
     context = preview_context(form, principal, services.clock.now(), viewer_zone(request))
-    return render(request, "_preview.html", **context)
+    return render(request, "_preview.html", oob=True, **context)
 
 
 def builder_context(form: RuleForm, principal: Principal, now: datetime, viewer: ZoneInfo) -> dict[str, Any]:
