@@ -72,7 +72,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         with httpx.Client(base_url=server.base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as api:
             script = api.post("/api/v1/scripts", json={"name": "greeter", "source": SCRIPT})
             assert script.status_code == 201, script.text
-        yield {"base": server.base, "script_id": script.json()["id"], "token": token}
+        # settings: tests that need data the UI cannot make (events, deliveries) write it directly.
+        yield {"base": server.base, "script_id": script.json()["id"], "token": token, "settings": settings}
     finally:
         server.stop()
 

@@ -41,12 +41,16 @@ def test_rule_builder_preview_updates_and_refuses(page):
     page.get_by_label("Rule").fill("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30")
     expect(preview.get_by_role("alert")).to_contain_text("February")
     expect(preview.get_by_role("listitem")).to_have_count(0)
+    # Refused on the spot: the preview disables Save (out of band) ...
+    save = page.get_by_role("button", name="Save schedule")
+    expect(save).to_be_disabled()
     shot(page, "rule-builder-refused")
-    # The server refuses to save it too.
+    # ... and the server refuses to save it too, when the form is sent anyway.
     page.get_by_label("Name").fill("never")
     page.get_by_label("Script").select_option(label="greeter")
-    page.get_by_role("button", name="Save schedule").click()
+    page.locator("form[action='/schedules/new']").evaluate("form => form.requestSubmit()")
     expect(page.locator("p.alert").first).to_contain_text("February")
+    expect(save).to_be_disabled()  # the refused page asks the preview again on load
     # Built from fields instead of typed.
     page.get_by_label("Build from fields").check()
     page.get_by_label("Frequency").select_option("MONTHLY")
@@ -54,6 +58,7 @@ def test_rule_builder_preview_updates_and_refuses(page):
     page.get_by_label("Weekday", exact=True).select_option("FR")
     page.get_by_label("Time of day").fill("12:00")
     expect(preview).to_contain_text("the last Friday of every month at 12:00 PM")
+    expect(save).to_be_enabled()
 
 
 def test_upload_and_run_a_script(page, tmp_path):
