@@ -16,6 +16,7 @@ QuickJS loops as well as script loops.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import tempfile
@@ -25,12 +26,18 @@ from importlib import metadata
 from pathlib import Path
 
 import wasmtime
+from wasmtime import _ffi as ffi
 
 from . import _native, _wasi
+from .limits import MIB
+
+log = logging.getLogger("almanac.sandbox")
 
 TICK_S = 0.005
 IDLE_S = 0.5  # the ticker parks once no run has been in flight for this long
 MAX_WASM_STACK = 1024 * 1024  # well under any Python thread's native stack
+MAX_INSTANCES = 64  # concurrent runs per process (pooling allocator slots)
+MAX_MEMORY = 272 * MIB  # a slot's linear memory: over Limits' largest cap (256 MB + static)
 
 
 def wasm_path() -> Path:
@@ -46,12 +53,36 @@ EXPORTS = {"_initialize": ([], []), "malloc": (["i32"], ["i32"]),
            "qjs_init_argv": (["i32", "i32"], ["i32"])}
 
 
-def _config() -> wasmtime.Config:
+def _config(pooling: bool) -> wasmtime.Config:
     config = wasmtime.Config()
     config.epoch_interruption = True
     config.max_wasm_stack = MAX_WASM_STACK
     config.cranelift_opt_level = "speed"
+    if pooling:
+        _pooling(config)
     return config
+
+
+def _pooling(config: wasmtime.Config) -> None:
+    """Instances in preallocated, reused slots instead of fresh mappings per run.
+
+    The on-demand allocator maps (and unmaps) a multi-GiB reservation for
+    every run's linear memory; a reused slot is only reset (copy-on-write
+    image, madvise).  Measured: ~0.1 ms less kernel CPU per trivial run.
+    ``MAX_INSTANCES`` bounds concurrent instances per process; ``Sandbox``
+    waits for a slot (``Shared.slots``) rather than fail a run.
+    """
+    pool = ffi.wasmtime_pooling_allocation_config_new()
+    try:
+        ffi.wasmtime_pooling_allocation_config_total_core_instances_set(pool, MAX_INSTANCES)
+        ffi.wasmtime_pooling_allocation_config_total_memories_set(pool, MAX_INSTANCES)
+        ffi.wasmtime_pooling_allocation_config_total_tables_set(pool, MAX_INSTANCES)
+        ffi.wasmtime_pooling_allocation_config_max_memory_size_set(pool, MAX_MEMORY)
+        ffi.wasmtime_pooling_allocation_config_max_core_instance_size_set(pool, 1 << 20)
+        ffi.wasmtime_pooling_allocation_config_table_elements_set(pool, 1 << 16)
+        ffi.wasmtime_pooling_allocation_strategy_set(config.ptr(), pool)
+    finally:
+        ffi.wasmtime_pooling_allocation_config_delete(pool)
 
 
 class _Ticker(threading.Thread):
@@ -121,14 +152,28 @@ class Shared:
     """Process-wide engine state, reference-counted by open Sandboxes."""
 
     def __init__(self, cache_dir: Path | None) -> None:
-        self.engine = wasmtime.Engine(_config())
-        self.module = _load_module(self.engine, wasm_path(), cache_dir)
+        try:
+            self._build(cache_dir, pooling=True)
+            self.slots = threading.BoundedSemaphore(MAX_INSTANCES)
+        except Exception:  # e.g. no room for the slots' address space: fresh mappings per run
+            log.warning("sandbox.pooling_unavailable", exc_info=True)
+            self._build(cache_dir, pooling=False)
+            self.slots = threading.BoundedSemaphore(1 << 30)
+        self.users = 0
+        self.ticker: _Ticker | None = None
+
+    def _build(self, cache_dir: Path | None, pooling: bool) -> None:
+        self.engine = wasmtime.Engine(_config(pooling))
+        self.module = _load_module(self.engine, wasm_path(), cache_dir, pooling)
         _native.check_exports(self.module, EXPORTS)
         linker = wasmtime.Linker(self.engine)
         _wasi.define(linker)
         self.pre = linker.instantiate_pre(self.module)
-        self.users = 0
-        self.ticker: _Ticker | None = None
+        probe = wasmtime.Store(self.engine)  # a module the slots cannot hold fails here, not in a run
+        try:
+            self.pre.instantiate(probe)
+        finally:
+            probe.close()
 
 
 _lock = threading.Lock()
@@ -156,18 +201,19 @@ def release(shared: Shared) -> None:
             shared.ticker = None
 
 
-def _cache_key(wasm: bytes) -> str:
+def _cache_key(wasm: bytes, pooling: bool = True) -> str:
     # The artifact is only valid for this wasmtime build and these settings.
     version = metadata.version("wasmtime")
-    settings = f"{version}|{MAX_WASM_STACK}|epoch|speed".encode()
+    settings = f"{version}|{MAX_WASM_STACK}|epoch|speed|{'pool' if pooling else 'ondemand'}".encode()
     return hashlib.sha256(wasm + settings).hexdigest()[:32]
 
 
-def _load_module(engine: wasmtime.Engine, path: Path, cache_dir: Path | None) -> wasmtime.Module:
+def _load_module(engine: wasmtime.Engine, path: Path, cache_dir: Path | None,
+                 pooling: bool) -> wasmtime.Module:
     wasm = path.read_bytes()
     if cache_dir is None:
         return wasmtime.Module(engine, wasm)
-    cached = Path(cache_dir) / f"qjs-{_cache_key(wasm)}.cwasm"
+    cached = Path(cache_dir) / f"qjs-{_cache_key(wasm, pooling)}.cwasm"
     if cached.exists():
         try:
             # Only deserialize what we wrote ourselves: the cache dir is trusted.

@@ -100,18 +100,19 @@ class Sandbox:
         bridge = Bridge(caps, limits)
         io = _wasi.RunIO(source.encode("utf-8", "surrogatepass"),
                          started + limits.timeout_ms / 1000, limits.log_bytes, bridge.handle)
-        store = wasmtime.Store(self._shared.engine)
-        ticker = self._shared.ticker
-        ticks = ticker.begin(io.deadline)  # the epoch ticker runs while any run is in flight
-        _wasi.bind(io)
-        try:
-            store.set_epoch_deadline(ticks)
-            trap = self._enter(store, io, _argv(self._bootstrap, job, limits), limits)
-        finally:
-            ticker.end()
-            _wasi.bind(None)
-            memory_used = _memory_size(store, io)
-            store.close()
+        with self._shared.slots:  # an instance slot of the pooling allocator
+            store = wasmtime.Store(self._shared.engine)
+            ticker = self._shared.ticker
+            ticks = ticker.begin(io.deadline)  # the epoch ticker runs while any run is in flight
+            _wasi.bind(io)
+            try:
+                store.set_epoch_deadline(ticks)
+                trap = self._enter(store, io, _argv(self._bootstrap, job, limits), limits)
+            finally:
+                ticker.end()
+                _wasi.bind(None)
+                memory_used = _memory_size(store, io)
+                store.close()
         return _outcome(bridge, io, trap, memory_used, limits, started)
 
     def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, argv: list[bytes],
