@@ -114,6 +114,12 @@ class SandboxRunner:
                 self._starting = threading.Thread(target=self._start_pool, name="almanac-sandbox-start", daemon=True)
                 self._starting.start()
 
+    def prepare(self) -> None:
+        """Start the pool and wait until it runs scripts (the scheduler calls this before claiming)."""
+        self.start()
+        if self.processes > 0 and not self.ready(PREPARE_TIMEOUT_S):
+            log.warning("worker.sandbox_pool_slow", extra={"event": "worker.sandbox_pool_slow"})
+
     def ready(self, timeout: float | None = None) -> bool:
         """Wait for the pool started by `start()`; True once scripts run in it."""
         with self._lock:
@@ -174,6 +180,9 @@ class SandboxRunner:
         for part in parts:
             if part is not None:
                 part.close()
+
+
+PREPARE_TIMEOUT_S = 60.0  # past this the scheduler claims anyway; runs go in-process until the pool is up
 
 
 def sandbox_processes() -> int:

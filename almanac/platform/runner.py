@@ -29,8 +29,8 @@ class Runner(Protocol):
     def check_syntax(self, source: str) -> tuple[str, int | None, int | None] | None:
         """(message, line, column) of the first syntax error, or None."""
 
-    # Optional: `start()`, called when the scheduler starts, to prepare what runs scripts
-    # (the worker's runner starts its sandbox processes in the background).
+    # Optional: `prepare()`, called by the scheduler's loop before its first claim; it may
+    # block until scripts can run (the worker's runner waits for its sandbox processes).
 
 
 class FunctionRunner:

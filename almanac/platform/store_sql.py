@@ -5,6 +5,12 @@ memory: SQLite serializes writers (BEGIN IMMEDIATE); on PostgreSQL the due rows
 are read `FOR UPDATE SKIP LOCKED`, so two claimers take disjoint rows. Either
 way each claim is a compare-and-set on the occurrence (status and attempt as
 read) followed by the insert of its run row, unique on (occurrence, attempt).
+
+Both ends work in batches, for throughput: a claim transaction decides row by
+row (policies) but claims the runnable rows with one executemany compare-and-set,
+one multi-row INSERT of their runs and one bulk plan of next occurrences;
+`finish_many` records many attempts in one transaction, each still fenced by its
+own lease token and its effects applied only if that fence held.
 """
 
 from __future__ import annotations

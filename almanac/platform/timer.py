@@ -86,8 +86,6 @@ class Scheduler:
         if self._thread is not None:
             return
         self._stopping = False
-        if hasattr(self.runner, "start"):
-            self.runner.start()  # e.g. sandbox processes, which take seconds to come up
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="almanac-run")
         self._recorder = threading.Thread(target=self._record_loop, name="almanac-recorder", daemon=True)
         self._recorder.start()
@@ -120,7 +118,22 @@ class Scheduler:
 
     # -- the loop ---------------------------------------------------------------------
 
+    def _prepare_runner(self) -> None:
+        """Let the runner get ready (sandbox processes take seconds) before the first claim.
+
+        Claiming earlier would only start leases, and lag, on runs that cannot start yet;
+        a first run slowed by the start-up could also make the next occurrence overlap.
+        """
+        prepare = getattr(self.runner, "prepare", None)
+        if prepare is None:
+            return
+        try:
+            prepare()
+        except Exception:
+            log.exception("scheduler.runner_prepare_failed", extra={"event": "scheduler.runner_prepare_failed"})
+
     def _loop(self) -> None:
+        self._prepare_runner()
         next_tenants = self.clock.now()
         while True:
             with self._cond:

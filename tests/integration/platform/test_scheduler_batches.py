@@ -136,3 +136,31 @@ def test_the_running_scheduler_records_every_run_through_its_recorder(world: Wor
         from almanac.platform.models import Job
 
         assert set(s.execute(select(Job.state)).scalars()) == {"done"}
+
+
+def test_the_scheduler_prepares_its_runner_before_the_first_claim(world: World) -> None:
+    script = world.add_script()
+    world.put_job("j", script, world.clock.now())
+    order: list[str] = []
+    runner = world.scheduler.runner
+
+    class Preparing:
+        def prepare(self) -> None:
+            order.append("prepare")
+            time.sleep(0.3)  # a slow start: nothing may be claimed meanwhile
+            order.append(f"claimed before ready: {len(world.runs())}")
+
+        def run(self, *args: object):
+            order.append("run")
+            return runner.run(*args)
+
+    scheduler = Scheduler(world.store, Preparing(), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
+                          workers=2, metrics=world.scheduler.metrics)
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not world.runs(status="succeeded") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        scheduler.stop()
+    assert order == ["prepare", "claimed before ready: 0", "run"]
