@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from almanac.db import Database
+from almanac.delivery.dispatcher import Dispatcher
 from almanac.platform import effects as platform_effects
 from almanac.platform.clock import Clock, SystemClock
+from almanac.platform.notify import Listener, Notifier
 from almanac.platform.policies import LEASE_MARGIN_S
 from almanac.platform.runner import RunOutcome
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
+from almanac.platform.timer_leases import TenantLeases
 from almanac.settings import Settings
 
 log = logging.getLogger("almanac.worker")
@@ -40,8 +43,12 @@ class Services:
     extras: dict[str, Any] = field(default_factory=dict)
 
     def wake(self, slug: str) -> None:
+        """After a commit that changed what is planned for `slug`: wake this process's timer and every other's."""
         if self.scheduler is not None:
             self.scheduler.wake(slug)
+        notifier = self.extras.get("notifier")
+        if notifier is not None:
+            notifier.notify(slug)  # PostgreSQL: the owner of the tenant's timer looks at it now
 
     def close(self) -> None:
         if self.scheduler is not None:
@@ -196,6 +203,50 @@ def _lease_margin() -> float:
     return float(os.environ.get("ALMANAC_LEASE_MARGIN_S", LEASE_MARGIN_S))
 
 
+class ScaledScheduler:
+    """The timer with its scale-out companions, started and stopped together.
+
+    `TenantLeases` decides which tenants this process's timer looks at (all of them on
+    SQLite); the `Listener` (PostgreSQL only) wakes the timer when another process
+    NOTIFYs a change to one of those tenants, and re-wakes them all after reconnecting.
+    Everything else (`tick`, `run_claim`, ...) is the timer's own.
+    """
+
+    def __init__(self, timer: Scheduler, leases: TenantLeases, db: Database, dispatcher: Any = None) -> None:
+        self.timer, self.leases, self.dispatcher = timer, leases, dispatcher
+        self.listener = Listener.for_database(db, self._notified, on_connect=self._wake_all)
+
+    def start(self) -> None:
+        self.leases.start()  # a first share before the timer's first look at its tenants
+        self.timer.start()
+        if self.dispatcher is not None:
+            self.dispatcher.start()  # delivers the events that runs commit
+        if self.listener is not None:
+            self.listener.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.listener is not None:
+            self.listener.stop()
+        if self.dispatcher is not None:
+            self.dispatcher.stop()
+        self.timer.stop(timeout)
+        self.leases.stop()  # hand the tenants over at once rather than when the leases lapse
+
+    def wake(self, slug: str) -> None:
+        if self.leases.owns(slug):
+            self.timer.wake(slug)
+
+    def _notified(self, slug: str) -> None:
+        self.wake(slug)
+
+    def _wake_all(self) -> None:
+        for slug in self.leases.owned():
+            self.timer.wake(slug)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.timer, name)
+
+
 def build_services(settings: Settings, *, clock: Clock | None = None, runner: Any = None) -> Services:
     from almanac.tenants.registry import list_slugs
 
@@ -204,8 +255,15 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     store = SqlStore(db, lease_margin_s=_lease_margin())
     runner = runner or SandboxRunner(settings.var_dir / "cache")
     threads = runner.run_threads() if hasattr(runner, "run_threads") else None
-    scheduler = Scheduler(store, runner, clock, lambda: list_slugs(db), workers=threads)
-    return Services(settings=settings, db=db, clock=clock, scheduler=scheduler, runner=runner, store=store)
+    holder: list[Scheduler] = []
+    leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug))
+    timer = Scheduler(store, runner, clock, leases.owned, workers=threads)
+    holder.append(timer)
+    # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work.
+    dispatcher = Dispatcher(db, clock, settings, leases.owned)
+    scheduler = ScaledScheduler(timer, leases, db, dispatcher)
+    return Services(settings=settings, db=db, clock=clock, scheduler=scheduler, runner=runner, store=store,
+                    extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher})
 
 
 def run_worker(settings: Settings) -> None:

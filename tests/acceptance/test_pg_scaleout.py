@@ -243,10 +243,6 @@ def test_a_job_created_through_the_api_of_one_process_wakes_the_worker_that_owns
     """The worker would otherwise look again only after its idle poll (5 s): NOTIFY makes it at once."""
     from tests.support.proc import Server
 
-    import almanac.worker
-
-    if not hasattr(almanac.worker, "ScaledScheduler"):
-        pytest.skip("the worker does not start the LISTEN/NOTIFY listener and timer leases yet")
     c = cluster(1)
     (slug,) = c.tenants
     c.start_worker()

@@ -35,6 +35,9 @@ class Receiver:
     def __init__(self) -> None:
         self.got: list[Received] = []
         self.flaky_left = 0
+        # When set, only events with this `data` fail on /flaky: requests sent side by side race,
+        # so "the first request fails" would pick a different event from run to run.
+        self.flaky_data: Any = None
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -52,13 +55,16 @@ class Receiver:
         self.thread.start()
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
 
+    def _flaky_matches(self) -> bool:
+        return self.flaky_data is None or json.loads(self.got[-1].body).get("data") == self.flaky_data
+
     def answer(self, handler: BaseHTTPRequestHandler) -> None:
         path = handler.path
         if path == "/hang":
             time.sleep(HANG_S)
         if path == "/slow":
             time.sleep(SLOW_S)
-        if path == "/flaky" and self.flaky_left > 0:
+        if path == "/flaky" and self.flaky_left > 0 and self._flaky_matches():
             self.flaky_left -= 1
             path = "/fail"
         status, extra = {"/fail": (500, {}), "/busy": (503, {"Retry-After": "120"}),
