@@ -55,9 +55,20 @@ class RecurrenceRules:
     def times_between(self, rrule: str, input_kind: str, after: datetime, until: datetime, cap: int) -> list[datetime]:
         from almanac.platform import recurrence
 
-        # occurrences() is inclusive of `after`; this contract is not.
-        times = recurrence.occurrences(self._load(rrule, input_kind), after=after, count=cap + 1)
-        return [t.astimezone(timezone.utc) for t in times if after < t <= until][:cap]
+        # Usually nothing (or one time) was missed: expand in doubling chunks and stop once past
+        # `until`, rather than expanding `cap` dates on every claim (that cost ~24 ms a claim).
+        rule = self._load(rrule, input_kind)
+        found: list[datetime] = []
+        start, chunk = after, 4
+        while len(found) < cap:
+            # occurrences() is inclusive of `start`; this contract is not.
+            times = recurrence.occurrences(rule, after=start, count=chunk + 1)
+            fresh = [t for t in times if t > start]
+            found.extend(t.astimezone(timezone.utc) for t in fresh if t <= until)
+            if len(times) < chunk + 1 or not fresh or fresh[-1] > until:
+                break
+            start, chunk = fresh[-1], min(chunk * 2, cap + 1)
+        return found[:cap]
 
 
 def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> bool:
