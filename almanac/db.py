@@ -100,6 +100,8 @@ class Database:
         self.settings = settings
         self.url = settings.database_url
         self.is_sqlite = self.url.startswith("sqlite")
+        # Resolved once: a tenant session on SQLite needs the path, and resolving it per session showed up in profiles.
+        self._tenant_dir = settings.sqlite_dir() / "tenants" if self.is_sqlite else None
         self.engine = self._build_engine(pool)
         self._sessions = sessionmaker(bind=self.engine, expire_on_commit=False)
 
@@ -122,7 +124,7 @@ class Database:
         return create_engine(self.url, **kwargs)
 
     def tenant_dir(self) -> Path:
-        return self.settings.sqlite_dir() / "tenants"
+        return self._tenant_dir if self._tenant_dir is not None else self.settings.sqlite_dir() / "tenants"
 
     def tenant_file(self, slug: str) -> Path:
         validate_slug(slug)
@@ -193,16 +195,21 @@ def _install_sqlite_hooks(engine: Engine) -> None:
 
 
 def _attach(conn: Any, schema: str, path: Path) -> None:
-    """ATTACH the tenant file under its schema name, outside any transaction."""
-    dbapi = conn.connection.dbapi_connection
-    attached = {row[1] for row in dbapi.execute("PRAGMA database_list").fetchall()}
+    """ATTACH the tenant file under its schema name, outside any transaction.
+
+    What a pooled connection has attached is remembered in its `info`, so the common case
+    (this tenant is already attached) costs no statement at all.
+    """
+    attached: set[str] = conn.connection.info.setdefault("almanac_attached", set())
     if schema in attached:
         return
-    extra = sorted(attached - {"main", "temp"})
-    if len(extra) >= _MAX_ATTACHED:
-        for name in extra:
+    dbapi = conn.connection.dbapi_connection
+    if len(attached) >= _MAX_ATTACHED:
+        for name in sorted(attached):
             dbapi.execute(f'DETACH DATABASE "{name}"')
+        attached.clear()
     # `schema` comes from schema_for(): validated, only [a-z0-9_]; the path is a bound parameter.
     dbapi.execute(f'ATTACH DATABASE ? AS "{schema}"', (str(path),))
     dbapi.execute(f'PRAGMA "{schema}".journal_mode=WAL')
     dbapi.execute(f'PRAGMA "{schema}".synchronous=NORMAL')
+    attached.add(schema)

@@ -82,3 +82,13 @@ def test_migrate_all_is_idempotent(database: Database, now: datetime) -> None:
     _create(database, "acme", now)
     assert registry.migrate_all(database) == ["acme"]
     assert registry.migrate_all(database) == ["acme"]
+
+
+def test_more_tenants_than_sqlite_can_attach_at_once(database: Database, now: datetime) -> None:
+    """SQLite attaches at most 10 files per connection; sessions over 12 tenants, twice round, still work."""
+    slugs = [f"t{i}" for i in range(12)]
+    for slug in slugs:
+        _create(database, slug, now)
+    for _ in range(2):
+        for slug in slugs:
+            assert migrations.tenant_revision(database, slug) is not None
