@@ -108,7 +108,10 @@ def cpu_ms_per_run(box: Sandbox | SandboxPool, threads: int, seconds: float = 2.
     before = time.process_time() + sum(cpu_seconds(p) for p in pids)
     started = time.monotonic()
     runs = runs_per_second(box, threads, seconds) * (time.monotonic() - started)
-    after = time.process_time() + sum(cpu_seconds(p) for p in pids if Path(f"/proc/{p}").exists())
+    if isinstance(box, SandboxPool) and set(box.worker_pids()) != set(pids):
+        # A worker was recycled mid-measure: its CPU time left with it, so no honest figure.
+        return float("nan")
+    after = time.process_time() + sum(cpu_seconds(p) for p in pids)
     return (after - before) * 1000 / runs
 
 
