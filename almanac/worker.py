@@ -27,6 +27,7 @@ from almanac.platform.runner import RunOutcome
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
 from almanac.platform.timer_leases import TenantLeases
+from almanac.sandbox.capabilities import ForwardingCapabilities
 from almanac.settings import Settings
 
 log = logging.getLogger("almanac.worker")
@@ -58,7 +59,7 @@ class Services:
         self.db.dispose()
 
 
-class _SandboxCaps:
+class _SandboxCaps(ForwardingCapabilities):
     """The platform's buffered capabilities, raising the sandbox's error class."""
 
     def __init__(self, inner: platform_effects.RunEffects, error: type[Exception]) -> None:
@@ -69,24 +70,6 @@ class _SandboxCaps:
             return getattr(self._inner, name)(*args)
         except platform_effects.CapabilityError as exc:
             raise self._error(str(exc)) from None
-
-    def kv_get(self, key: str) -> Any:
-        return self._call("kv_get", key)
-
-    def kv_set(self, key: str, value: Any) -> None:
-        self._call("kv_set", key, value)
-
-    def kv_delete(self, key: str) -> None:
-        self._call("kv_delete", key)
-
-    def kv_list(self, prefix: str) -> list[str]:
-        return self._call("kv_list", prefix)
-
-    def emit(self, topic: str, data: Any) -> None:
-        self._call("emit", topic, data)
-
-    def schedule_at(self, when: str, payload: Any, key: str | None) -> dict:
-        return self._call("schedule_at", when, payload, key)
 
 
 class SandboxRunner:

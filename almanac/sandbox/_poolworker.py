@@ -24,7 +24,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from .capabilities import CapabilityError
+from .capabilities import CapabilityError, ForwardingCapabilities
 from .limits import Limits
 from .runtime import RunResult, Sandbox
 
@@ -42,7 +42,7 @@ class HostFailure(Exception):
     """The parent's capability call failed for a reason the script must not see."""
 
 
-class ParentCaps:
+class ParentCaps(ForwardingCapabilities):
     """``Capabilities`` whose every call is answered by the parent process."""
 
     def __init__(self, conn: Any) -> None:
@@ -56,24 +56,6 @@ class ParentCaps:
         if kind == "e":
             raise CapabilityError(value)
         raise HostFailure(value)
-
-    def kv_get(self, key: str) -> Any | None:
-        return self._call("kv_get", key)
-
-    def kv_set(self, key: str, value: Any) -> None:
-        self._call("kv_set", key, value)
-
-    def kv_delete(self, key: str) -> None:
-        self._call("kv_delete", key)
-
-    def kv_list(self, prefix: str) -> list[str]:
-        return self._call("kv_list", prefix)
-
-    def emit(self, topic: str, data: Any) -> None:
-        self._call("emit", topic, data)
-
-    def schedule_at(self, when: str, payload: Any, key: str | None) -> dict:
-        return self._call("schedule_at", when, payload, key)
 
 
 def main(conn: Any, cache_dir: str) -> None:

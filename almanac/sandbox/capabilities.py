@@ -27,6 +27,35 @@ class Capabilities(Protocol):
     def schedule_at(self, when: str, payload: Any, key: str | None) -> dict: ...
 
 
+class ForwardingCapabilities:
+    """Capabilities that hand every call to `_call(method, *args)`: for proxies and adapters.
+
+    Subclasses implement `_call` (answer from another process, translate errors, ...) and
+    inherit the six methods, so the protocol's shape is written down once.
+    """
+
+    def _call(self, method: str, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def kv_get(self, key: str) -> Any | None:
+        return self._call("kv_get", key)
+
+    def kv_set(self, key: str, value: Any) -> None:
+        self._call("kv_set", key, value)
+
+    def kv_delete(self, key: str) -> None:
+        self._call("kv_delete", key)
+
+    def kv_list(self, prefix: str) -> list[str]:
+        return self._call("kv_list", prefix)
+
+    def emit(self, topic: str, data: Any) -> None:
+        self._call("emit", topic, data)
+
+    def schedule_at(self, when: str, payload: Any, key: str | None) -> dict:
+        return self._call("schedule_at", when, payload, key)
+
+
 class NullCapabilities:
     """No storage, no effects: every read is empty and every write is dropped."""
 
