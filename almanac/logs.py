@@ -39,3 +39,7 @@ def configure(level: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
+    # Alembic narrates every plugin and revision at info; on `make run` that buries the demo
+    # credentials. Its warnings and errors still show; `ALMANAC_LOG_LEVEL=debug` shows all.
+    if root.level > logging.DEBUG:
+        logging.getLogger("alembic").setLevel(logging.WARNING)
