@@ -7,8 +7,9 @@ from typing import Annotated
 from fastapi import Form, Request
 from fastapi.responses import Response
 
-from almanac.errors import NotFound, Unauthorized
+from almanac.errors import NotFound, RateLimited, Unauthorized
 from almanac.tenants.auth import authenticate_password, principal_for_member
+from almanac.tenants.throttle import SignInThrottle
 from almanac.tenants.people import memberships_of
 from almanac.web.views.common import (
     TENANT_KEY, USER_KEY, ServicesDep, flash, page_router, redirect, render, start_session,
@@ -16,6 +17,14 @@ from almanac.web.views.common import (
 
 # These pages are for people who are not (fully) signed in yet: the gate checks only CSRF on writes.
 router = page_router(read=None, write=None)
+
+
+def _throttle(request: Request) -> SignInThrottle:
+    """One sign-in throttle per app (per process), made on first use."""
+    throttle = getattr(request.app.state, "signin_throttle", None)
+    if throttle is None:
+        throttle = request.app.state.signin_throttle = SignInThrottle()
+    return throttle
 
 
 def _safe_next(target: str | None) -> str:
@@ -40,12 +49,23 @@ def login(
     password: Annotated[str, Form(max_length=256)],
     next: Annotated[str, Form()] = "/",
 ) -> Response:
+    throttle = _throttle(request)
+    keys = [f"email:{email.strip().lower()}", f"addr:{request.client.host if request.client else '-'}"]
+    now = services.clock.now()
+    try:
+        throttle.check(keys, now)
+    except RateLimited as limited:
+        return render(request, "login.html", status_code=429, next=_safe_next(next), email=email,
+                      error=limited.message)
     with services.db.shared_session() as session:
         try:
             user = authenticate_password(session, email, password)
         except Unauthorized as refused:
+            throttle.failed(keys, now)
             return render(request, "login.html", status_code=401, next=_safe_next(next), email=email,
                           error=refused.message)
+    throttle.succeeded(keys[0])
+    with services.db.shared_session() as session:
         slugs = [m.tenant.slug for m in memberships_of(session, user.id)]
     if not slugs:
         return render(request, "login.html", status_code=403, next="/", email=email,

@@ -124,3 +124,14 @@ def test_every_page_route_carries_the_page_gate(app):
     for route in pages:
         gates = [d.call for d in route.dependant.dependencies if isinstance(d.call, PageGate)]
         assert gates, f"{route.path} has no PageGate"
+
+
+def test_repeated_wrong_passwords_are_rate_limited_then_allowed_after_the_window(browser, make_tenant, manual_clock):
+    slug = make_tenant()
+    b = browser()
+    for _ in range(10):
+        assert b.login(f"admin@{slug}.test", "wrong-password-123").status_code == 401
+    limited = b.login(f"admin@{slug}.test")  # even the right password waits
+    assert limited.status_code == 429 and 'role="alert"' in limited.text and "Too many failed sign-ins" in limited.text
+    manual_clock.advance(minutes=16)
+    assert b.login(f"admin@{slug}.test").status_code == 303
