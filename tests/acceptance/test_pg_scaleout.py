@@ -33,6 +33,9 @@ from tests.support.proc import ALMANAC, almanac, cli_env
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 NOOP = "export default function (event) { return event.jobKey; }"
+# About 20 ms of work a run: every worker then has runs in flight whenever it owns a tenant with
+# work left, so a kill -9 always catches some (with NOOP runs a kill could fall between batches).
+WORK = "export default async function () { const t = Date.now(); while (Date.now() - t < 20) {} return 1; }"
 BUSY = "export default function () { const t = Date.now(); while (Date.now() - t < 3000) {} return 'done'; }"
 
 
@@ -184,7 +187,7 @@ def test_three_workers_and_a_kill_9_mid_run_every_occurrence_succeeds_exactly_on
     c = cluster(tenants)
     due = datetime.now(timezone.utc) + timedelta(seconds=4)
     for slug in c.tenants:
-        c.add_jobs(slug, NOOP, [due] * per_tenant)  # 2,000 occurrences due in the same second
+        c.add_jobs(slug, WORK, [due] * per_tenant)  # 2,000 occurrences due in the same second
     victim = c.start_worker()
     c.start_worker(), c.start_worker()
     c.wait_succeeded(tenants * per_tenant // 10, timeout=60)
