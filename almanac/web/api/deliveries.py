@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from fastapi import Query
+from fastapi import BackgroundTasks, Query
 from pydantic import BaseModel
 
 from almanac.delivery import store, targets
-from almanac.web.deps import ServicesDep, TenantSession, api_router
+from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="", tags=["deliveries"], read="admin", write="admin")
 Status = Literal["pending", "delivering", "succeeded", "failed", "dead"]
@@ -74,11 +74,14 @@ def get_delivery(delivery_id: int, session: TenantSession) -> DeliveryOut:
 
 
 @router.post("/deliveries/{delivery_id}/retry")
-def retry_delivery(delivery_id: int, session: TenantSession, services: ServicesDep) -> DeliveryOut:
+def retry_delivery(delivery_id: int, principal: CurrentPrincipal, session: TenantSession, services: ServicesDep,
+                   background: BackgroundTasks) -> DeliveryOut:
     row = store.retry(session, delivery_id, services.clock.now())
     dispatcher = services.extras.get("dispatcher")
     if dispatcher is not None:
-        dispatcher.wake()  # before the commit; the dispatcher's next pass sees it
+        # After the request's commit (as the schedules API wakes the timer): woken earlier, the
+        # dispatcher could pass before the delivery is pending and then wait a whole poll.
+        background.add_task(dispatcher.wake, principal.tenant_slug)
     return _out(row, store.public_ids(session, [row.event_id]).get(row.event_id))
 
 

@@ -78,3 +78,23 @@ def test_another_tenant_sees_nothing(api: Callable[..., Any], database: Any, ser
         assert other.get(path).status_code == 404
     assert other.post(f"/api/v1/deliveries/{delivery}/retry").status_code == 404
     assert api(role="editor").get("/api/v1/deliveries").status_code == 403
+
+
+def test_retry_wakes_the_dispatcher_after_the_retry_is_committed(api: Callable[..., Any], database: Any,
+                                                                services: Any) -> None:
+    client, world, _target = _setup(api, database, services, Scripted(False))
+    world.emit("x", {})
+    world.step()
+    [item] = client.get("/api/v1/deliveries", params={"status": "dead"}).json()["items"]
+    seen: list[str] = []
+
+    class Spy:
+        def wake(self, slug: str | None = None) -> None:  # what a dispatcher woken now would find
+            seen.append(client.get(f"/api/v1/deliveries/{item['id']}").json()["status"])
+
+    services.extras["dispatcher"] = Spy()
+    try:
+        assert client.post(f"/api/v1/deliveries/{item['id']}/retry").status_code == 200
+    finally:
+        services.extras.pop("dispatcher")
+    assert seen == ["pending"]
