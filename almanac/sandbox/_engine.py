@@ -1,9 +1,10 @@
 """One wasmtime Engine, one compiled QuickJS module and one epoch ticker per process.
 
-Compiling the 1.5 MB QuickJS module takes most of a second, so it is done
-once per process (and, given a cache dir, once per machine: the compiled
-artifact is serialized to disk).  Every run then only instantiates it from a
-shared ``InstancePre`` into a fresh ``Store``.
+The module every run instantiates is QuickJS already initialised with the
+bootstrap evaluated (``_snapshot``).  Making it and compiling it take a couple
+of seconds, so that is done once per process (and, given a cache dir, once per
+machine: the compiled image is serialized to disk).  Every run then only
+instantiates it from a shared ``InstancePre`` into a fresh ``Store``.
 
 Deadlines use epoch interruption: a daemon thread bumps the engine's epoch
 every ``TICK_S`` while runs are in flight; each store traps once its deadline
@@ -22,13 +23,13 @@ import os
 import tempfile
 import threading
 import time
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 
 import wasmtime
 from wasmtime import _ffi as ffi
 
-from . import _native, _wasi
+from . import _native, _snapshot, _wasi
 from .limits import MIB
 
 log = logging.getLogger("almanac.sandbox")
@@ -48,9 +49,13 @@ def wasm_path() -> Path:
     raise FileNotFoundError("qjs-wasi-reactor.wasm is not installed")
 
 
-# The exports a run calls without type checks (``_native.call``).
-EXPORTS = {"_initialize": ([], []), "malloc": (["i32"], ["i32"]),
-           "qjs_init_argv": (["i32", "i32"], ["i32"])}
+IMAGE_VERSION = 1  # bump when what ``_snapshot.take`` writes changes
+
+
+def load_bootstrap() -> bytes:
+    text = resources.files(__package__).joinpath("bootstrap.js").read_text("utf-8")
+    # Comment-only lines cost parse time; drop them.
+    return "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//")).encode()
 
 
 def _config(pooling: bool) -> wasmtime.Config:
@@ -164,14 +169,20 @@ class Shared:
 
     def _build(self, cache_dir: Path | None, pooling: bool) -> None:
         self.engine = wasmtime.Engine(_config(pooling))
-        self.module = _load_module(self.engine, wasm_path(), cache_dir, pooling)
-        _native.check_exports(self.module, EXPORTS)
         linker = wasmtime.Linker(self.engine)
         _wasi.define(linker)
+        self.module = _load_image(self.engine, linker, cache_dir, pooling)
+        _native.check_exports(self.module, _snapshot.EXPORTS)
         self.pre = linker.instantiate_pre(self.module)
         probe = wasmtime.Store(self.engine)  # a module the slots cannot hold fails here, not in a run
+        probe.set_epoch_deadline(1 << 40)  # two field reads; the ticker is not running yet
         try:
-            self.pre.instantiate(probe)
+            instance = self.pre.instantiate(probe)
+            # The interpreter's addresses are fixed by the snapshot: the same in every run.
+            self.context = _native.call(probe, _native.export(probe, instance, "qjs_get_context"))
+            self.runtime = _native.call(probe, _native.export(probe, instance, "almanac_runtime"),
+                                        self.context)
+            self.image_memory = instance.exports(probe)["memory"].size(probe) * 65536
         finally:
             probe.close()
 
@@ -201,29 +212,36 @@ def release(shared: Shared) -> None:
             shared.ticker = None
 
 
-def _cache_key(wasm: bytes, pooling: bool = True) -> str:
-    # The artifact is only valid for this wasmtime build and these settings.
+def _cache_key(wasm: bytes, bootstrap: bytes, pooling: bool = True) -> str:
+    # The artifact is only valid for this wasmtime build, these settings and this bootstrap.
     version = metadata.version("wasmtime")
-    settings = f"{version}|{MAX_WASM_STACK}|epoch|speed|{'pool' if pooling else 'ondemand'}".encode()
-    return hashlib.sha256(wasm + settings).hexdigest()[:32]
+    settings = (f"{version}|{MAX_WASM_STACK}|epoch|speed|{'pool' if pooling else 'ondemand'}"
+                f"|image{IMAGE_VERSION}").encode()
+    return hashlib.sha256(wasm + b"\0" + bootstrap + b"\0" + settings).hexdigest()[:32]
 
 
-def _load_module(engine: wasmtime.Engine, path: Path, cache_dir: Path | None,
-                 pooling: bool) -> wasmtime.Module:
-    wasm = path.read_bytes()
-    if cache_dir is None:
-        return wasmtime.Module(engine, wasm)
-    cached = Path(cache_dir) / f"qjs-{_cache_key(wasm, pooling)}.cwasm"
-    if cached.exists():
-        try:
-            # Only deserialize what we wrote ourselves: the cache dir is trusted.
-            return wasmtime.Module.deserialize_file(engine, str(cached))
-        except Exception:
-            cached.unlink(missing_ok=True)
-    module = wasmtime.Module(engine, wasm)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as out:
-        out.write(module.serialize())
-    os.replace(tmp, cached)  # atomic: concurrent processes never see half a file
+def cached_image(cache_dir: Path, pooling: bool = True) -> Path:
+    """Where the compiled image for this build lives in ``cache_dir``."""
+    key = _cache_key(wasm_path().read_bytes(), load_bootstrap(), pooling)
+    return Path(cache_dir) / f"qjs-image-{key}.cwasm"
+
+
+def _load_image(engine: wasmtime.Engine, linker: wasmtime.Linker, cache_dir: Path | None,
+                pooling: bool) -> wasmtime.Module:
+    if cache_dir is not None:
+        cached = cached_image(cache_dir, pooling)
+        if cached.exists():
+            try:
+                # Only deserialize what we wrote ourselves: the cache dir is trusted.
+                return wasmtime.Module.deserialize_file(engine, str(cached))
+            except Exception:
+                cached.unlink(missing_ok=True)
+    wasm = _snapshot.with_exports(wasm_path().read_bytes())
+    module = wasmtime.Module(engine, _snapshot.take(engine, linker, wasm, load_bootstrap()))
+    if cache_dir is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as out:
+            out.write(module.serialize())
+        os.replace(tmp, cached)  # atomic: concurrent processes never see half a file
     return module

@@ -152,11 +152,18 @@ def check_exports(module: wasmtime.Module, expected: dict[str, tuple[list[str], 
             raise RuntimeError(f"the QuickJS module's export {name} has an unexpected type")
 
 
-def call(store: wasmtime.Store, func: ffi.wasmtime_extern_t, *args: int) -> int:
-    """Call an i32-only export whose type ``check_exports`` vouched for."""
+def call(store: wasmtime.Store, func: ffi.wasmtime_extern_t, *args: int, wide: str = "") -> int:
+    """Call an export whose type ``check_exports`` vouched for.
+
+    Arguments and the result are i32, except where ``wide`` (one letter per
+    argument, then one for the result) says ``I``: those are i64.
+    """
     slots = (ffi.wasmtime_val_raw_t * max(len(args), 1))()
     for i, value in enumerate(args):
-        slots[i].i32 = value
+        if wide[i:i + 1] == "I":
+            slots[i].i64 = value
+        else:
+            slots[i].i32 = value
     trap = ctypes.POINTER(ffi.wasm_trap_t)()
     error = ffi.wasmtime_func_call_unchecked(store._context(), ctypes.byref(func.of.func), slots,
                                              len(slots), ctypes.byref(trap))
@@ -164,7 +171,7 @@ def call(store: wasmtime.Store, func: ffi.wasmtime_extern_t, *args: int) -> int:
         raise wasmtime.WasmtimeError._from_ptr(error)
     if trap:
         raise wasmtime.Trap._from_ptr(trap)
-    return slots[0].i32
+    return slots[0].i64 if wide[len(args):] == "I" else slots[0].i32
 
 
 def context(store: wasmtime.Store) -> int:

@@ -1,11 +1,13 @@
-// Almanac sandbox bootstrap: the entry module of every run (package data).
+// Almanac sandbox bootstrap (package data): evaluated once per process, not per run.
 //
-// It reads the job (JSON in scriptArgs[0]), installs the `almanac` and `console` globals,
-// removes QuickJS's helpers that are not part of the language, then imports
-// the tenant's module from the virtual file /script.js, awaits its default
-// export and hands the JSON result (or the error) back to the host.  QuickJS
-// evaluates an entry module with top-level await by running the job queue
-// until this module settles, which is what drives the script's promises.
+// The host runs this module in a fresh QuickJS instance and snapshots the
+// instance's memory (``_snapshot.py``); every run then starts from a copy of
+// that snapshot and calls ``__almanacRun(jobJson)``.  This module installs the
+// `almanac` and `console` globals, removes QuickJS's helpers that are not part
+// of the language, and defines the run: it imports the tenant's module from
+// the virtual file /script.js, awaits its default export and hands the JSON
+// result (or the error) back to the host.  The host drives the run's promise
+// to completion (``js_std_await``), which is what runs the script's promises.
 //
 // Everything the script can reach outside the language goes through
 // `hostCall`: one JSON line written to the bridge fd, one JSON line read back.
@@ -19,8 +21,8 @@ const toStr = String;
 const out = std.fdopen(100, 'w');
 const inp = std.fdopen(101, 'r');
 const logFile = std.out;
-const job = parse(scriptArgs[0]);
-const logCap = job.logBytes;
+let logCap = 0;  // set by each run
+const imul = Math.imul;
 
 function hostCall(op, args) {
   out.puts(stringify([op, args]) + '\n');
@@ -102,22 +104,47 @@ function describe(error) {
   }
 }
 
-try {
-  if (job.mode === 'check') {
-    std.evalScript(std.loadFile('/script.js'), { compile_only: true, compile_module: true });
-    logFile.flush();
-    hostCall('result', ['null']);
-  } else {
-    const module = await import('/script.js');
-    if (typeof module.default !== 'function') {
-      throw new TypeError('the script must `export default` a function');
-    }
-    const value = await module.default(job.event);
-    const json = stringify(value) ?? 'null';
-    logFile.flush();
-    hostCall('result', [json]);
-  }
-} catch (error) {
-  logFile.flush();
-  hostCall('error', [describe(error)]);
+// Every run starts from the same snapshot, so QuickJS's own Math.random state
+// would repeat run after run: each run seeds its own generator (xoshiro128**)
+// with four words of host randomness.
+function seededRandom(seed) {
+  let [a, b, c, d] = seed;
+  if ((a | b | c | d) === 0) a = 1;
+  const next = () => {
+    const t = b << 9;
+    let r = imul(b, 5);
+    r = imul((r << 7) | (r >>> 25), 9);
+    c ^= a; d ^= b; b ^= c; a ^= d; c ^= t;
+    d = (d << 11) | (d >>> 21);
+    return r >>> 0;
+  };
+  return function random() { return ((next() >>> 5) * 67108864 + (next() >>> 6)) / 9007199254740992; };
 }
+
+async function run(jobJson) {
+  delete globalThis.__almanacRun;
+  const job = parse(jobJson);
+  logCap = job.logBytes;
+  Object.defineProperty(Math, 'random', { value: seededRandom(job.seed), writable: true, configurable: true });
+  try {
+    if (job.mode === 'check') {
+      std.evalScript(std.loadFile('/script.js'), { compile_only: true, compile_module: true });
+      logFile.flush();
+      hostCall('result', ['null']);
+    } else {
+      const module = await import('/script.js');
+      if (typeof module.default !== 'function') {
+        throw new TypeError('the script must `export default` a function');
+      }
+      const value = await module.default(job.event);
+      const json = stringify(value) ?? 'null';
+      logFile.flush();
+      hostCall('result', [json]);
+    }
+  } catch (error) {
+    logFile.flush();
+    hostCall('error', [describe(error)]);
+  }
+}
+
+Object.defineProperty(globalThis, '__almanacRun', { value: run, configurable: true });

@@ -327,8 +327,7 @@ def _retire(worker: _Worker, why: str) -> None:
 
 
 def _engine_cache_filled(cache_dir: Path) -> bool:
-    wasm = _engine.wasm_path().read_bytes()
-    return (cache_dir / f"qjs-{_engine._cache_key(wasm)}.cwasm").exists()
+    return _engine.cached_image(cache_dir).exists()
 
 
 def _serve_capability(caps: Capabilities | None, method: Any, args: Any) -> bytes:

@@ -1,8 +1,9 @@
 """Run one tenant script in a fresh QuickJS instance inside wasmtime.
 
 Each ``Sandbox.run`` builds a new Store and instance (nothing survives between
-runs), hands QuickJS the bootstrap as its entry module with the job in
-``scriptArgs``, and reads the outcome back through the capability bridge.
+runs) from the image of an initialised interpreter (``_snapshot``), calls the
+bootstrap's ``__almanacRun`` with the job, drives the returned promise to
+completion, and reads the outcome back through the capability bridge.
 
 Caps, all enforced by the host:
 * time: epoch interruption (``_engine``) plus a host-side check in every
@@ -19,12 +20,11 @@ Caps, all enforced by the host:
 from __future__ import annotations
 
 import json
+import os
 import re
 import struct
-import threading
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,8 @@ from .capabilities import Capabilities, NullCapabilities
 from .limits import MIB, Limits
 
 STATIC_MEMORY = 4 * MIB  # QuickJS's data segments and 2 MB C stack, beyond the JS heap
-BASELINE_MEMORY = 34 * 64 * 1024  # the module's initial linear memory
+JS_EVAL_TYPE_GLOBAL = 0
+RUN_FILENAME = b"<cmdline>\0"  # the bootstrap's own frames are named so; both are cut from stacks
 CHECK_LIMITS = Limits(timeout_ms=2000, memory_mb=64)
 
 _FRAME = re.compile(r"(?:/script\.js|<evalScript>):(\d+):(\d+)")
@@ -66,7 +67,6 @@ class Sandbox:
 
     def __init__(self, cache_dir: Path | None = None) -> None:
         self._shared = _engine.acquire(cache_dir)
-        self._bootstrap = _load_bootstrap()
         self._closed = False
 
     def close(self) -> None:
@@ -107,55 +107,45 @@ class Sandbox:
             _wasi.bind(io)
             try:
                 store.set_epoch_deadline(ticks)
-                trap = self._enter(store, io, _argv(self._bootstrap, job, limits), limits)
+                trap = self._enter(store, io, _call_code(job), limits)
             finally:
                 ticker.end()
                 _wasi.bind(None)
                 memory_used = _memory_size(store, io)
                 store.close()
-        return _outcome(bridge, io, trap, memory_used, limits, started)
+        return _outcome(bridge, io, trap, memory_used - self._shared.image_memory, limits, started)
 
-    def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, argv: list[bytes],
+    def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, code: bytes,
                limits: Limits) -> BaseException | None:
-        store.set_limits(memory_size=limits.memory_mb * MIB + STATIC_MEMORY)
+        shared = self._shared
+        store.set_limits(memory_size=shared.image_memory + limits.memory_mb * MIB + STATIC_MEMORY)
         try:
-            instance = self._shared.pre.instantiate(store)
+            instance = shared.pre.instantiate(store)
             io.memory = _native.Memory(_native.export(store, instance, "memory").of.memory)
-            _native.call(store, _native.export(store, instance, "_initialize"))
-            argc, argv_ptr = _write_argv(store, instance, io.memory, argv)
-            _native.call(store, _native.export(store, instance, "qjs_init_argv"), argc, argv_ptr)
+            _native.call(store, _native.export(store, instance, "almanac_set_memory_limit"),
+                         shared.runtime, limits.memory_mb * MIB)
+            buffer = _native.call(store, _native.export(store, instance, "malloc"),
+                                  len(code) + 1 + len(RUN_FILENAME))
+            if buffer == 0:
+                raise MemoryError("the guest could not allocate the job")
+            io.memory.refresh(_native.context(store))
+            io.memory.write(buffer, code + b"\0" + RUN_FILENAME)
+            promise = _native.call(store, _native.export(store, instance, "almanac_eval"), shared.context,
+                                   buffer, len(code), buffer + len(code) + 1, JS_EVAL_TYPE_GLOBAL,
+                                   wide="iiiiiI")
+            _native.call(store, _native.export(store, instance, "almanac_await"), shared.context, promise,
+                         wide="iII")
         except Exception as exc:  # traps (HostExit's included), wasmtime errors
             return exc
         return None
 
 
-def _load_bootstrap() -> bytes:
-    text = resources.files(__package__).joinpath("bootstrap.js").read_text("utf-8")
-    # Comment-only lines cost parse time on every run; drop them.
-    return "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//")).encode()
-
-
-def _argv(bootstrap: bytes, job: dict, limits: Limits) -> list[bytes]:
-    return [b"qjs", b"--memory-limit", str(limits.memory_mb * MIB).encode(),
-            b"-m", b"-e", bootstrap,
-            json.dumps(job, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")]
-
-
-def _write_argv(store: wasmtime.Store, instance: wasmtime.Instance, memory: _native.Memory,
-                argv: list[bytes]) -> tuple[int, int]:
-    """Copy argv into guest memory as a C ``char **`` (one malloc for all)."""
-    blob = b"".join(a + b"\0" for a in argv)
-    table = 4 * len(argv)
-    base = _native.call(store, _native.export(store, instance, "malloc"), table + len(blob))
-    if base == 0:
-        raise MemoryError("the guest could not allocate its arguments")
-    pointers, offset = [], base + table
-    for arg in argv:
-        pointers.append(offset)
-        offset += len(arg) + 1
-    memory.refresh(_native.context(store))
-    memory.write(base, struct.pack(f"<{len(argv)}I", *pointers) + blob)
-    return len(argv), base
+def _call_code(job: dict) -> bytes:
+    """``__almanacRun("<job as JSON>")``: the job travels as a string, parsed by
+    JSON.parse inside, so an object literal's rules (``__proto__``) never apply."""
+    job["seed"] = list(struct.unpack("<4I", os.urandom(16)))
+    text = json.dumps(job, ensure_ascii=False, allow_nan=False)
+    return b"__almanacRun(" + json.dumps(text).encode() + b")"
 
 
 def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
@@ -165,7 +155,7 @@ def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
         return 0
 
 
-def _outcome(bridge: Bridge, io: _wasi.RunIO, trap: BaseException | None, memory_used: int,
+def _outcome(bridge: Bridge, io: _wasi.RunIO, trap: BaseException | None, memory_grown: int,
              limits: Limits, started: float) -> RunResult:
     logs = io.logs.decode("utf-8", "replace") + ("\n[truncated]" if io.logs_truncated else "")
     elapsed = time.monotonic() - started
@@ -173,7 +163,7 @@ def _outcome(bridge: Bridge, io: _wasi.RunIO, trap: BaseException | None, memory
     # Linear memory that grew through most of the heap allowance: a failure
     # now is the heap running out (QuickJS may even throw null when it cannot
     # allocate the error itself).
-    near_cap = memory_used >= BASELINE_MEMORY + 0.75 * limits.memory_mb * MIB
+    near_cap = memory_grown >= 0.75 * limits.memory_mb * MIB
     if _timed_out(trap, io, elapsed, limits):
         return _ended("timed_out", f"timed out after {limits.timeout_ms} ms", logs, duration)
     if _is_oom(bridge.error) or (near_cap and bridge.result_json is None):

@@ -124,3 +124,33 @@ def test_closed_sandbox_refuses(sandbox):
     with pytest.raises(RuntimeError):
         box.run("export default () => 1", {}, Limits(), NullCapabilities())
     assert sandbox.run("export default () => 1", {}, Limits(), NullCapabilities()).output == 1
+
+
+def test_runs_start_from_one_snapshot_yet_math_random_differs(run):
+    # Every run starts from the same memory image; QuickJS's own generator
+    # state would repeat, so each run is reseeded with host randomness.
+    draws = {run("export default () => [Math.random(), Math.random()]").output[0] for _ in range(5)}
+    assert len(draws) == 5
+    assert all(0 <= x < 1 for x in draws)
+
+
+def test_the_run_entry_point_is_gone_before_the_script_runs(run):
+    r = run("export default () => [typeof __almanacRun, Object.getOwnPropertyNames(globalThis)"
+            ".filter((n) => n.startsWith('__'))]")
+    assert r.output == ["undefined", []]
+
+
+def test_event_is_parsed_as_json_not_evaluated_as_a_literal(run):
+    # As an object literal, "__proto__" would set the prototype; JSON.parse
+    # makes it an own property, as the event's JSON says.
+    event = {"__proto__": {"polluted": True}, "s": "\u2028</script>\"'\\`${x}", "n": [1, None]}
+    r = run("export default (e) => [Object.keys(e), e.polluted === undefined, e.s, e.n]", event)
+    assert r.output == [["__proto__", "s", "n"], True, event["s"], [1, None]]
+
+
+def test_memory_limit_is_set_per_run_on_the_shared_image(run):
+    bomb = "export default () => { const a = []; for (;;) a.push('x' + a.length) }"
+    assert run(bomb, memory_mb=16).status == "memory_exceeded"
+    fits = "export default () => { const a = []; for (let i = 0; i < 300000; i++) a.push('x' + i); return a.length }"
+    assert run(fits, memory_mb=64).output == 300000
+    assert run(fits, memory_mb=8).status == "memory_exceeded"
