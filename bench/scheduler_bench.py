@@ -1,6 +1,7 @@
 """Drain time and start lag: Almanac's scheduler beside APScheduler 3 (SQLAlchemy SQLite job store).
 
     .venv/bin/python bench/scheduler_bench.py [--jobs 2000] [--steady 300] [--processes N]
+                                              [--runner noop [--run-ms MS]] [--no-aps]
 
 Burst: N one-off jobs all due in the same second. Almanac runs a real sandboxed
 script (QuickJS in wasmtime) per job through the full claim -> run -> record path
@@ -16,6 +17,17 @@ longer than the 3 s head start (APScheduler adds its jobs one transaction each),
 a job cannot start before its scheduler does: its lag and the drain time are
 then counted from the scheduler's start, not from the (already past) due
 time, and the "late start" column says by how much that happened.
+
+Almanac logs its JSON lines at info to a file in the bench's folder, as
+`almanac worker` logs them (so their cost is counted). `--runner noop` measures
+the scheduler alone: a Python no-op stands in for the sandbox (as in
+pg_scale_bench.py), with as many run threads as the sandbox rows use.
+`--run-ms` makes each no-op run wait that long without using CPU, as a run
+thread waits on its sandbox process: runs then finish a few at a time, as with
+the sandbox, instead of whole batches at once.
+Every Almanac row also gives the main process's CPU per job (process_time,
+which counts this process's threads and not the sandbox's worker processes),
+from the scheduler's start until its last run is recorded.
 """
 
 from __future__ import annotations
@@ -31,7 +43,7 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, func, select, update
 
 NOOP_JS = "export default async function (event) { return event.jobKey; }"
 
@@ -41,7 +53,44 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def almanac_run(jobs: int, spread_s: float, processes: int | None) -> dict[str, float]:
+class NoopRunner:
+    """The platform's Runner without a sandbox: every run succeeds at once with the job key."""
+
+    def __init__(self, threads: int | None, run_ms: float = 0.0) -> None:
+        self.threads, self.run_s = threads, run_ms / 1000
+
+    def run_threads(self) -> int | None:
+        return self.threads
+
+    def run(self, source: str, event: dict, timeout_ms: int, memory_mb: int, caps: object) -> object:
+        from almanac.platform.runner import RunOutcome
+
+        if self.run_s:
+            time.sleep(self.run_s)  # waits like a run thread on its sandbox process, using no CPU
+        return RunOutcome("succeeded", output=event["jobKey"])
+
+    def check_syntax(self, source: str) -> None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def log_to(path: Path) -> None:
+    """JSON lines at info to a file, the formatter `almanac worker` uses (the scheduler's log cost is counted)."""
+    import logging
+
+    from almanac.logs import JsonFormatter
+
+    handler = logging.FileHandler(path)
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+
+
+def almanac_run(jobs: int, spread_s: float, processes: int | None, runner_kind: str = "sandbox",
+                run_ms: float = 0.0) -> dict[str, float]:
     from almanac.db import Database
     from almanac.platform import planning
     from almanac.platform.models import Job, Occurrence, Run, Script, ScriptVersion
@@ -60,11 +109,16 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None) -> dict[str, 
     from almanac.platform.clock import SystemClock
     from almanac.platform.store_sql import SqlStore
 
-    runner = SandboxRunner(var / "cache", processes)
-    runner.start()
-    if runner.processes and not runner.ready(120):
-        raise SystemExit("the sandbox pool did not start")
-    runner.run(NOOP_JS, {}, 1000, 32, None)  # a warm sandbox, as a running server has
+    log_to(var / "almanac.log")
+    if runner_kind == "noop":
+        sandbox = SandboxRunner(None, processes)  # only for its thread count: the same as the sandbox rows'
+        runner = NoopRunner(sandbox.run_threads(), run_ms)
+    else:
+        runner = SandboxRunner(var / "cache", processes)
+        runner.start()
+        if runner.processes and not runner.ready(120):
+            raise SystemExit("the sandbox pool did not start")
+        runner.run(NOOP_JS, {}, 1000, 32, None)  # a warm sandbox, as a running server has
     # Load the jobs through the API's own upsert at a far time, then move them all to
     # `due` in two statements: loading never eats into the head start.
     far = now + timedelta(days=30)
@@ -90,16 +144,20 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None) -> dict[str, 
             [{"b_id": i, "b_at": at} for i, at in zip(ids, times)])
     scheduler = Scheduler(SqlStore(db), runner, SystemClock(), lambda: ["bench"], workers=runner.run_threads())
     started = datetime.now(timezone.utc)
+    cpu0 = time.process_time()
     scheduler.start()
     try:
-        while True:
+        while True:  # a count is cheap, so the polling adds little to the CPU figure
             with db.tenant_session("bench") as s:
-                done = s.execute(select(
-                    Run.started_at, Run.finished_at, Run.scheduled_for, Run.status, Run.error, Run.reason,
-                ).where(Run.status != "running")).all()
-            if len(done) >= jobs:
+                finished = s.execute(select(func.count()).select_from(Run).where(Run.status != "running")).scalar()
+            if finished >= jobs:
                 break
             time.sleep(0.2)
+        cpu = time.process_time() - cpu0
+        with db.tenant_session("bench") as s:
+            done = s.execute(select(
+                Run.started_at, Run.finished_at, Run.scheduled_for, Run.status, Run.error, Run.reason,
+            ).where(Run.status != "running")).all()
     finally:
         scheduler.stop()
         runner.close()
@@ -110,13 +168,13 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None) -> dict[str, 
     late = max(0.0, (started - due).total_seconds())
     lags = [(r.started_at - max(r.scheduled_for, started)).total_seconds() for r in done]
     drain = (max(r.finished_at for r in done) - max(due, started)).total_seconds()
-    return summary(jobs, drain, lags, late)
+    return summary(jobs, drain, lags, late, cpu_ms=cpu * 1000 / jobs)
 
 
-def summary(jobs: int, drain: float, lags: list[float], late: float) -> dict[str, float]:
+def summary(jobs: int, drain: float, lags: list[float], late: float, cpu_ms: float | None = None) -> dict[str, float]:
     return {"jobs": jobs, "drain_s": drain, "jobs_per_s": jobs / drain if drain > 0 else float("inf"),
             "lag_p50": statistics.median(lags), "lag_p95": pct(lags, 95), "lag_p99": pct(lags, 99),
-            "late_start_s": late}
+            "late_start_s": late, "cpu_ms_per_job": float("nan") if cpu_ms is None else cpu_ms}
 
 
 _STARTS: list[tuple[float, float]] = []
@@ -159,11 +217,12 @@ def apscheduler_run(jobs: int, spread_s: float) -> dict[str, float]:
 
 def table(rows: list[tuple[str, dict[str, float]]]) -> str:
     head = (f"{'scenario':<34}{'jobs':>6}{'drain s':>9}{'jobs/s':>9}{'lag p50':>9}{'lag p95':>9}{'lag p99':>9}"
-            f"{'late start':>11}")
+            f"{'late start':>11}{'cpu ms/job':>11}")
     lines = [head, "-" * len(head)]
     for name, r in rows:
         lines.append(f"{name:<34}{r['jobs']:>6}{r['drain_s']:>9.2f}{r['jobs_per_s']:>9.0f}"
-                     f"{r['lag_p50']:>9.3f}{r['lag_p95']:>9.3f}{r['lag_p99']:>9.3f}{r['late_start_s']:>11.2f}")
+                     f"{r['lag_p50']:>9.3f}{r['lag_p95']:>9.3f}{r['lag_p99']:>9.3f}{r['late_start_s']:>11.2f}"
+                     f"{r['cpu_ms_per_job']:>11.3f}")
     return "\n".join(lines)
 
 
@@ -173,23 +232,29 @@ def main() -> None:
     parser.add_argument("--steady", type=int, default=300, help="jobs spread at 20/s (0 to skip)")
     parser.add_argument("--processes", type=int, default=None,
                         help="sandbox worker processes (default: ALMANAC_SANDBOX_PROCESSES or one per core)")
+    parser.add_argument("--runner", choices=("sandbox", "noop"), default="sandbox",
+                        help="noop: a Python no-op instead of the sandbox, to measure the scheduler alone")
+    parser.add_argument("--run-ms", type=float, default=0.0,
+                        help="with --runner noop: each run waits this long (no CPU), like a run on the sandbox")
+    parser.add_argument("--no-aps", action="store_true", help="skip the APScheduler rows")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     load_before = os.getloadavg()
-    rows = [
-        ("apscheduler3 burst (py no-op)", apscheduler_run(args.jobs, 0.0)),
-        ("almanac burst (sandboxed js)", almanac_run(args.jobs, 0.0, args.processes)),
-    ]
+    what = "sandboxed js" if args.runner == "sandbox" else "py no-op" + (f", {args.run_ms:g} ms" if args.run_ms else "")
+    rows = [] if args.no_aps else [("apscheduler3 burst (py no-op)", apscheduler_run(args.jobs, 0.0))]
+    rows.append((f"almanac burst ({what})", almanac_run(args.jobs, 0.0, args.processes, args.runner, args.run_ms)))
     if args.steady:
-        rows.append(("apscheduler3 steady 20/s", apscheduler_run(args.steady, args.steady / 20)))
-        rows.append(("almanac steady 20/s", almanac_run(args.steady, args.steady / 20, args.processes)))
+        if not args.no_aps:
+            rows.append(("apscheduler3 steady 20/s", apscheduler_run(args.steady, args.steady / 20)))
+        rows.append((f"almanac steady 20/s ({what})",
+                     almanac_run(args.steady, args.steady / 20, args.processes, args.runner, args.run_ms)))
     if args.json:
         print(json.dumps(dict(rows)))
         return
     print(table(rows))
     loads = " / ".join(f"{a:.2f} {b:.2f} {c:.2f}" for a, b, c in (load_before, os.getloadavg()))
     print(f"cores {os.cpu_count()}; load average (1/5/15 min) before / after: {loads}")
-    if rows[0][1]["jobs_per_s"] > 0:
+    if not args.no_aps and rows[0][1]["jobs_per_s"] > 0:
         print(f"almanac burst drain / apscheduler3 burst drain: {rows[1][1]['jobs_per_s'] / rows[0][1]['jobs_per_s']:.1f}x")
 
 
