@@ -21,8 +21,17 @@ const toStr = String;
 const out = std.fdopen(100, 'w');
 const inp = std.fdopen(101, 'r');
 const logFile = std.out;
+// wasi-libc finds its preopened directory on the first open; do that now, in
+// the snapshot, rather than in every run (the file is empty at this point).
+std.loadFile('/script.js');
 let logCap = 0;  // set by each run
 const imul = Math.imul;
+
+// The run's last word (its result or error) needs no reply: one write.
+function hostSend(op, args) {
+  out.puts(stringify([op, args]) + '\n');
+  out.flush();
+}
 
 function hostCall(op, args) {
   out.puts(stringify([op, args]) + '\n');
@@ -130,7 +139,7 @@ async function run(jobJson) {
     if (job.mode === 'check') {
       std.evalScript(std.loadFile('/script.js'), { compile_only: true, compile_module: true });
       logFile.flush();
-      hostCall('result', ['null']);
+      hostSend('result', ['null']);
     } else {
       const module = await import('/script.js');
       if (typeof module.default !== 'function') {
@@ -139,11 +148,11 @@ async function run(jobJson) {
       const value = await module.default(job.event);
       const json = stringify(value) ?? 'null';
       logFile.flush();
-      hostCall('result', [json]);
+      hostSend('result', [json]);
     }
   } catch (error) {
     logFile.flush();
-    hostCall('error', [describe(error)]);
+    hostSend('error', [describe(error)]);
   }
 }
 
