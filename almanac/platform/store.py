@@ -83,6 +83,10 @@ class ClaimBatch:
     handled: int  # occurrences looked at (claimed, skipped, expired, queued, recovered...)
     full: bool  # True when the limit was reached: more may be due right now
     recorded: list[tuple[str, int]] = field(default_factory=list)  # (status, count) of non-run records
+    # When not full, as the claim transaction ended: what is still due and not running, and the earliest
+    # due_at (None: nothing planned). None when full, or when the store does not say (ask it then).
+    backlog: int | None = None
+    next_due_at: datetime | None = None
 
 
 class Store(Protocol):
@@ -97,6 +101,10 @@ class Store(Protocol):
         versions are recorded. A runnable one is claimed by compare-and-set
         (new attempt, new lease token, lease end = timeout + margin) and its run
         row inserted; the unique keys make a second claim impossible.
+
+        When the batch is not full it also reports, from the same transaction,
+        `backlog` and `next_due_at` (as the methods of those names would), so
+        the timer needs no further transaction to know when to look again.
         """
 
     def finish(self, claim: Claim, outcome: Outcome, effects: Any, now: datetime) -> bool:

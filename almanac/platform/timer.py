@@ -187,16 +187,18 @@ class Scheduler:
             with self._cond:
                 self._inflight -= free
         self._count_records(batch.recorded)
+        with self._cond:
+            self._inflight += len(batch.claims)
+        assert self._pool is not None
         for claim in batch.claims:
-            with self._cond:
-                self._inflight += 1
-            assert self._pool is not None
             self._pool.submit(self._execute, claim)
         if batch.full:
             return now
-        self._backlogs[tenant] = self.store.backlog(tenant, now)
-        self.metrics.set_backlog(self._backlogs)
-        due = self.store.next_due_at(tenant)
+        backlog = batch.backlog if batch.backlog is not None else self.store.backlog(tenant, now)
+        if self._backlogs.get(tenant) != backlog:
+            self._backlogs[tenant] = backlog
+            self.metrics.set_backlog(self._backlogs)
+        due = batch.next_due_at if batch.backlog is not None else self.store.next_due_at(tenant)
         return min(due, now + self.idle) if due is not None else now + self.idle
 
     def _count_records(self, recorded: list[tuple[str, int]]) -> None:

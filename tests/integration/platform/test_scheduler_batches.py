@@ -69,6 +69,38 @@ def test_a_batch_of_records_fences_each_attempt_by_its_own_token(world: World) -
     assert {o.status for o in world.occurrences()} == {"done"}
 
 
+def test_a_lost_lease_in_a_bulk_release_rolls_back_and_records_the_rest(world: World) -> None:
+    """Each attempt's occurrence is met once here, so all go to the bulk release: the one whose lease
+    was taken over (a retry claimed by another process, not in this batch) makes the whole optimistic
+    transaction roll back, and the careful pass records the others and fences it."""
+    script = world.add_script(timeout_ms=1000)
+    world.put_job("lost", script, world.clock.now(), max_attempts=2)
+    (lost,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    world.clock.set(lost.lease_until + timedelta(seconds=1))
+    for key in ("a", "b"):
+        world.put_job(key, script, world.clock.now())
+    claims = {c.job_key: c for c in world.store.claim_due(world.tenant, world.clock.now(), 10).claims}
+    assert claims["lost"].attempt == 2  # the retry holds the occurrence now, with its own token
+    now = world.clock.now()
+    ok = Outcome("succeeded", started_at=now)
+    applied = world.store.finish_many([
+        (claims["a"], ok, _effects(world, "from-a"), now),
+        (lost, ok, _effects(world, "from-lost"), now),
+        (claims["b"], ok, _effects(world, "from-b"), now),
+    ])
+    assert applied == [True, False, True]
+    assert world.store.kv_read(world.tenant, "from-lost") is None
+    assert world.store.kv_read(world.tenant, "from-a") == 1 and world.store.kv_read(world.tenant, "from-b") == 1
+    with world.session() as s:
+        from almanac.platform.models import Event
+
+        assert len(s.execute(select(Event.id)).all()) == 2  # the rolled-back pass left no effect behind
+    statuses = {(r.job_key, r.attempt): r.status for r in world.runs()}
+    assert statuses == {("lost", 1): "failed", ("lost", 2): "running", ("a", 1): "succeeded", ("b", 1): "succeeded"}
+    held = {o.job_id: o for o in world.occurrences()}[world.job("lost").id]
+    assert (held.status, held.lease_token) == ("running", claims["lost"].lease_token)
+
+
 def test_a_batch_mixes_retries_failures_and_successes(world: World) -> None:
     script = world.add_script()
     for key in ("ok", "bad", "last"):

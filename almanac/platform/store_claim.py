@@ -1,0 +1,369 @@
+"""The claim transaction of `SqlStore`: read what is due, apply the policies row by row, claim in bulk.
+
+One transaction per call: the due rows are read under the write lock (SQLite:
+BEGIN IMMEDIATE; PostgreSQL: `FOR UPDATE SKIP LOCKED`), their schedules, jobs
+and scripts with one query per table, and each row is decided by the pure
+functions of `policies` (recover a lapsed lease, misfire, expiry, overlap,
+stale versions). The runnable rows are then claimed together: one executemany
+compare-and-set on (status, attempt as read), one multi-row INSERT of their
+runs (unique on occurrence + attempt), one executemany linking each occurrence
+to its run, and one bulk plan of the schedules' next occurrences.
+
+The hot statements are built once at import, with expanding parameters for
+their id lists, so SQLAlchemy finds them in its compiled cache instead of
+building, coercing and hashing a new statement per call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import bindparam, delete, func, select, tuple_, update
+from sqlalchemy.orm import Session
+
+from almanac.platform import planning, policies
+from almanac.platform.models import (
+    DONE, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, RUNNING,
+    Job, Occurrence, Run, Schedule, Script, ScriptVersion,
+)
+from almanac.platform.store import Claim, ClaimBatch
+
+if TYPE_CHECKING:
+    from almanac.platform.store_sql import SqlStore
+
+log = logging.getLogger("almanac.scheduler")
+
+O, R, J, S = Occurrence.__table__, Run.__table__, Job.__table__, Schedule.__table__
+SC, SV = Script.__table__, ScriptVersion.__table__
+
+
+def schedule_policy(row: Any) -> policies.Policy:
+    return policies.Policy(
+        misfire=row.misfire, catchup_window_s=row.catchup_window_s, overlap=row.overlap,
+        expire_after_s=row.expire_after_s, max_attempts=row.max_attempts, retry_backoff_s=row.retry_backoff_s,
+    )
+
+
+def job_policy(row: Any) -> policies.Policy:
+    return policies.Policy(overlap="allow", expire_after_s=row.expire_after_s, max_attempts=row.max_attempts)
+
+
+def _ids(name: str = "b_ids") -> Any:
+    return bindparam(name, expanding=True)
+
+
+# Only the columns the claim reads: every datetime column costs a conversion per row.
+_DUE_COLUMNS = (O.c.id, O.c.schedule_id, O.c.job_id, O.c.schedule_version, O.c.scheduled_for, O.c.trigger,
+                O.c.status, O.c.attempt, O.c.lease_token)
+_DUE = (select(*_DUE_COLUMNS).where(O.c.due_at <= bindparam("b_now"))
+        .order_by(O.c.priority.desc(), O.c.due_at, O.c.id).limit(bindparam("b_limit")))
+_DUE_LOCKED = _DUE.with_for_update(skip_locked=True)
+_ONE = select(*_DUE_COLUMNS).where(O.c.id == bindparam("b_id"))
+_SCHEDULES = select(
+    S.c.id, S.c.script_id, S.c.input_kind, S.c.rrule, S.c.payload, S.c.enabled, S.c.misfire, S.c.catchup_window_s,
+    S.c.overlap, S.c.expire_after_s, S.c.max_attempts, S.c.retry_backoff_s, S.c.priority, S.c.version,
+).where(S.c.id.in_(_ids()))
+_JOBS = select(
+    J.c.id, J.c.key, J.c.script_id, J.c.run_at, J.c.payload, J.c.expire_after_s, J.c.max_attempts, J.c.state,
+    J.c.root_key, J.c.depth,
+).where(J.c.id.in_(_ids()))
+_RUNNING = select(O.c.id, O.c.schedule_id, O.c.lease_until).where(O.c.schedule_id.in_(_ids()), O.c.status == RUNNING)
+_SCRIPTS = select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SC.c.current_version).where(SC.c.id.in_(_ids()))
+_CLAIM_CAS = update(O).where(
+    O.c.id == bindparam("b_id"), O.c.status == bindparam("b_status"), O.c.attempt == bindparam("b_attempt"),
+).values(status=RUNNING, attempt=bindparam("b_new_attempt"), lease_token=bindparam("b_token"),
+         lease_until=bindparam("b_lease"), due_at=bindparam("b_lease"))
+_CLAIM_RUN_ID = update(O).where(O.c.id == bindparam("b_id")).values(run_id=bindparam("b_run_id"))
+_INSERT_RUNS = R.insert().returning(R.c.id, sort_by_parameter_order=True)
+NEXT_DUE = select(func.min(O.c.due_at))
+BACKLOG = select(func.count()).select_from(O).where(O.c.due_at <= bindparam("b_now"),
+                                                      O.c.status.in_((PLANNED, QUEUED)))
+
+
+@dataclass(frozen=True)
+class _Script:
+    id: int
+    timeout_ms: int
+    memory_mb: int
+    version: int
+    source: str
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A runnable occurrence of this claim transaction, claimed in bulk at its end."""
+
+    row: Any
+    owner: Any
+    script: Any
+    policy: policies.Policy
+    token: str
+    lease: datetime
+
+
+class _Batch:
+    """The rows one claim transaction works on, loaded with one query per table."""
+
+    def __init__(self, store: ClaimMixin, s: Session, tenant: str, rows: list[Any]) -> None:
+        sids = sorted({r.schedule_id for r in rows if r.schedule_id is not None})
+        jids = sorted({r.job_id for r in rows if r.job_id is not None})
+        self.schedules = {r.id: r for r in s.execute(_SCHEDULES, {"b_ids": sids})} if sids else {}
+        self.jobs = {r.id: r for r in s.execute(_JOBS, {"b_ids": jids})} if jids else {}
+        # Running attempts of these schedules (for overlap), kept current as this batch claims and recovers.
+        self.running: dict[int, dict[int, datetime]] = {}
+        if sids:
+            for r in s.execute(_RUNNING, {"b_ids": sids}):
+                self.running.setdefault(r.schedule_id, {})[r.id] = r.lease_until
+        script_ids = {r.script_id for r in [*self.schedules.values(), *self.jobs.values()]}
+        self.scripts = store._scripts(s, tenant, script_ids)
+        self.pending: list[_Pending] = []
+        self.plans: list[tuple[Any, datetime]] = []  # (schedule, after): next occurrences to plan
+        self.claims: list[Claim] = []
+        self.recorded: dict[str, int] = {}
+
+    def busy_until(self, schedule_id: int, occurrence_id: int) -> datetime | None:
+        """The earliest lease end among the schedule's other running attempts, or None."""
+        leases = [lease for oid, lease in self.running.get(schedule_id, {}).items() if oid != occurrence_id]
+        return min(leases) if leases else None
+
+
+class ClaimMixin:
+    """`claim_due` and what it needs; mixed into `SqlStore` (which provides the attributes below)."""
+
+    db: Any
+    rules: planning.Rules
+    lease_margin_s: float
+    is_postgres: bool
+    _sources: dict[tuple[str, int, int], str]
+    _sources_lock: Any
+
+    def _scripts(self, s: Session, tenant: str, script_ids: set[int]) -> dict[int, _Script]:
+        """The current version of each script, its source from the in-process cache when known."""
+        if not script_ids:
+            return {}
+        rows = s.execute(_SCRIPTS, {"b_ids": sorted(script_ids)}).all()
+        with self._sources_lock:
+            missing = [(r.id, r.current_version) for r in rows if (tenant, r.id, r.current_version) not in self._sources]
+        if missing:
+            found = s.execute(select(SV.c.script_id, SV.c.version, SV.c.source).where(
+                SV.c.script_id.in_([sid for sid, _ in missing]),
+                tuple_(SV.c.script_id, SV.c.version).in_(missing))).all()
+            with self._sources_lock:
+                if len(self._sources) > 10_000:
+                    self._sources.clear()
+                self._sources.update({(tenant, r.script_id, r.version): r.source for r in found})
+        with self._sources_lock:
+            return {r.id: _Script(r.id, r.timeout_ms, r.memory_mb, r.current_version,
+                                  self._sources[(tenant, r.id, r.current_version)])
+                    for r in rows if (tenant, r.id, r.current_version) in self._sources}
+
+    def claim_due(self, tenant: str, now: datetime, limit: int) -> ClaimBatch:
+        with self.db.tenant_session(tenant) as s:
+            rows = s.execute(_DUE_LOCKED if self.is_postgres else _DUE, {"b_now": now, "b_limit": limit}).all()
+            batch = _Batch(self, s, tenant, rows)
+            for row in rows:
+                if row.status == RUNNING:
+                    row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
+                if row is None:
+                    continue
+                if row.schedule_id is not None:
+                    self._schedule_due(s, tenant, batch, row, now)
+                else:
+                    self._job_due(s, tenant, batch, row, now)
+            self._flush(s, tenant, batch, now)
+            full = len(rows) >= limit
+            # Not full: everything due was looked at, so say now when to look again (and what is left),
+            # in this transaction rather than in two more.
+            backlog = None if full else s.execute(BACKLOG, {"b_now": now}).scalar_one()
+            next_due = None if full else s.execute(NEXT_DUE).scalar()
+        return ClaimBatch(batch.claims, len(rows), full, sorted(batch.recorded.items()),
+                          backlog=backlog, next_due_at=next_due)
+
+    def _cas(self, s: Session, row: Any, **values: Any) -> bool:
+        """Change an occurrence only if nobody changed it since we read it."""
+        cond = (O.c.id == row.id) & (O.c.status == row.status) & (O.c.attempt == row.attempt)
+        return s.execute(update(O).where(cond).values(**values)).rowcount == 1
+
+    def _drop(self, s: Session, row: Any) -> None:
+        s.execute(delete(O).where(O.c.id == row.id, O.c.status == row.status, O.c.attempt == row.attempt))
+
+    def _record(self, s: Session, batch: _Batch, row: Any, when: datetime, status: str, reason: str,
+                now: datetime, *, own: bool) -> None:
+        """A history row for an occurrence that did not run (skipped, expired, failed before start)."""
+        owner = batch.schedules.get(row.schedule_id) or batch.jobs.get(row.job_id)
+        s.execute(R.insert().values(
+            occurrence_id=row.id if own else None, schedule_id=row.schedule_id,
+            job_key=batch.jobs[row.job_id].key if row.job_id in batch.jobs else None,
+            script_id=owner.script_id if owner else None, trigger=row.trigger, scheduled_for=when,
+            created_at=now, finished_at=now, status=status, reason=reason[:200],
+            attempt=row.attempt + 1 if own else 1,
+        ))
+        batch.recorded[status] = batch.recorded.get(status, 0) + 1
+        log.info("run.%s", status, extra={"event": f"run.{status}", "occurrence_id": row.id,
+                                          "schedule_id": row.schedule_id, "scheduled_for": when.isoformat(),
+                                          "reason": reason})
+
+    def _finish_occurrence(self, s: Session, batch: _Batch, row: Any, now: datetime) -> None:
+        if self._cas(s, row, status=DONE, due_at=None, lease_token=None, lease_until=None):
+            if row.job_id is not None:
+                s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(
+                    state=JOB_DONE, updated_at=now))
+
+    def _recover(self, s: Session, batch: _Batch, row: Any, now: datetime) -> Any:
+        """A running attempt whose lease lapsed: its process died. Fail it, retry if attempts remain."""
+        owner = batch.schedules.get(row.schedule_id) if row.schedule_id else batch.jobs.get(row.job_id)
+        max_attempts = owner.max_attempts if owner is not None else row.attempt
+        retry = row.attempt < max_attempts
+        cond = (O.c.id == row.id) & (O.c.status == RUNNING) & (O.c.lease_token == row.lease_token)
+        values = dict(status=PLANNED, due_at=now) if retry else dict(status=DONE, due_at=None)
+        if s.execute(update(O).where(cond).values(lease_token=None, lease_until=None, **values)).rowcount != 1:
+            return None
+        batch.running.get(row.schedule_id, {}).pop(row.id, None)
+        reason = "its lease lapsed: the process running it stopped" + (", retried" if retry else "")
+        s.execute(update(R).where(R.c.occurrence_id == row.id, R.c.attempt == row.attempt,
+                                  R.c.status == RUNNING).values(status="failed", reason=reason, finished_at=now))
+        if not retry and row.job_id is not None:
+            s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(state=JOB_DONE))
+        if row.schedule_id is not None:
+            self._release_queued(s, row.schedule_id, now)
+        batch.recorded["lease_lapsed"] = batch.recorded.get("lease_lapsed", 0) + 1
+        log.warning("run.lease_lapsed", extra={"event": "run.lease_lapsed", "occurrence_id": row.id,
+                                                "attempt": row.attempt, "retry": retry})
+        return s.execute(_ONE, {"b_id": row.id}).one() if retry else None
+
+    def _release_queued(self, s: Session, schedule_id: int, now: datetime) -> None:
+        s.execute(update(O).where(O.c.schedule_id == schedule_id, O.c.status == QUEUED).values(due_at=now))
+
+    def _schedule_due(self, s: Session, tenant: str, batch: _Batch, row: Any, now: datetime) -> None:
+        sch = batch.schedules.get(row.schedule_id)
+        if sch is None or not sch.enabled or row.schedule_version != sch.version:
+            self._drop(s, row)  # planned under an old rule, or the schedule is gone / paused
+            return
+        policy = schedule_policy(sch)
+        if row.status == PLANNED and row.trigger == "schedule" and row.attempt == 0:
+            if not self._expand_misfire(s, batch, row, sch, policy, now):
+                return
+        if policies.is_expired(policy, row.scheduled_for, now, row.attempt + 1):
+            self._record(s, batch, row, row.scheduled_for, "expired", "not started within expire_after_s", now,
+                         own=True)
+            self._finish_occurrence(s, batch, row, now)
+            return
+        busy = batch.busy_until(sch.id, row.id)
+        decision = policies.decide_overlap(policy, busy is not None, catch_up=row.trigger == "catchup")
+        if decision == "skip":
+            self._record(s, batch, row, row.scheduled_for, "skipped", "the previous run was still running", now,
+                         own=True)
+            self._finish_occurrence(s, batch, row, now)
+        elif decision == "queue":
+            self._cas(s, row, status=QUEUED, due_at=busy)
+        else:
+            self._claim(s, tenant, batch, row, sch, policy, now)
+
+    def _expand_misfire(self, s: Session, batch: _Batch, row: Any, sch: Any, policy: policies.Policy,
+                        now: datetime) -> bool:
+        """Apply `misfire` to the schedule's times up to now and plan its next occurrence.
+
+        Returns True when this occurrence itself is to run.
+        """
+        later = self.rules.times_between(sch.rrule, sch.input_kind, row.scheduled_for, now, planning.CATCH_UP_CAP)
+        due = [row.scheduled_for, *later]
+        plan = policies.plan_misfire(policy, due, now)
+        for status, times, reason in (
+            ("expired", plan.expired, "older than catchup_window_s when the platform came back"),
+            ("skipped", plan.skipped, f"missed while the platform was down (misfire={policy.misfire})"),
+        ):
+            for when in times[: policies.MAX_MISSED_RECORDED]:
+                self._record(s, batch, row, when, status, reason, now, own=when == row.scheduled_for)
+            if len(times) > policies.MAX_MISSED_RECORDED:
+                log.warning("run.missed_not_recorded", extra={"event": "run.missed_not_recorded",
+                            "schedule_id": sch.id, "status": status, "count": len(times)})
+        for when in plan.run:
+            if when != row.scheduled_for:
+                values = planning.occurrence_values(
+                    now, when, sch.priority, "catchup", schedule_id=sch.id, schedule_version=sch.version)
+                planning.insert_ignore(s, O, {**values, "due_at": now})  # due at once, oldest first
+        batch.plans.append((sch, due[-1]))  # planned with the others' at the end of the transaction
+        if row.scheduled_for in plan.run:
+            return True
+        self._finish_occurrence(s, batch, row, now)
+        return False
+
+    def _job_due(self, s: Session, tenant: str, batch: _Batch, row: Any, now: datetime) -> None:
+        job = batch.jobs.get(row.job_id)
+        if job is None or job.state == JOB_CANCELLED or job.run_at != row.scheduled_for:
+            self._drop(s, row)  # replaced by a newer upsert, or cancelled
+            return
+        policy = job_policy(job)
+        if policies.is_expired(policy, row.scheduled_for, now, row.attempt + 1):
+            self._record(s, batch, row, row.scheduled_for, "expired", "not started within expire_after_s", now,
+                         own=True)
+            self._finish_occurrence(s, batch, row, now)
+            return
+        self._claim(s, tenant, batch, row, job, policy, now)
+
+    def _claim(self, s: Session, tenant: str, batch: _Batch, row: Any, owner: Any, policy: policies.Policy,
+               now: datetime) -> None:
+        script = batch.scripts.get(owner.script_id)
+        if script is None:
+            self._record(s, batch, row, row.scheduled_for, "failed", "its script was deleted", now, own=True)
+            self._finish_occurrence(s, batch, row, now)
+            return
+        lease = policies.lease_until(now, script.timeout_ms, self.lease_margin_s)
+        batch.pending.append(_Pending(row, owner, script, policy, uuid.uuid4().hex, lease))
+        if row.schedule_id is not None:
+            batch.running.setdefault(row.schedule_id, {})[row.id] = lease
+
+    def _flush(self, s: Session, tenant: str, batch: _Batch, now: datetime) -> None:
+        """Plan the next occurrences and claim the runnable ones, a few statements for the whole batch.
+
+        Each claim is still a compare-and-set on its occurrence (status and attempt as
+        read); one whose row changed meanwhile is left out, and only the held ones get a run.
+        """
+        if batch.plans:
+            planning.plan_next_many(s, batch.plans, now, self.rules)
+        pending = batch.pending
+        if not pending:
+            return
+        conn = s.connection()
+        changed = conn.execute(_CLAIM_CAS, [dict(
+            b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
+            b_token=p.token, b_lease=p.lease) for p in pending]).rowcount
+        if changed != len(pending):
+            held = {r.id for r in conn.execute(select(O.c.id).where(
+                O.c.id.in_([p.row.id for p in pending]),  # the key lookup (SQLite scans for a row-value IN)
+                tuple_(O.c.id, O.c.lease_token).in_([(p.row.id, p.token) for p in pending])))}
+            pending = [p for p in pending if p.row.id in held]
+            if not pending:
+                return
+        run_ids = [r.id for r in conn.execute(_INSERT_RUNS, [self._run_values(p, now) for p in pending])]
+        conn.execute(_CLAIM_RUN_ID, [dict(b_id=p.row.id, b_run_id=rid) for p, rid in zip(pending, run_ids)])
+        batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
+
+    @staticmethod
+    def _run_values(p: _Pending, now: datetime) -> dict[str, Any]:
+        row = p.row
+        return dict(
+            occurrence_id=row.id, schedule_id=row.schedule_id,
+            job_key=p.owner.key if row.job_id is not None else None,
+            script_id=p.script.id, script_version=p.script.version, trigger=row.trigger,
+            scheduled_for=row.scheduled_for, created_at=now, started_at=now, status=RUNNING,
+            attempt=row.attempt + 1, lease_token=p.token,
+        )
+
+    @staticmethod
+    def _claim_of(tenant: str, p: _Pending, run_id: int, now: datetime) -> Claim:
+        row, owner, script, is_job = p.row, p.owner, p.script, p.row.job_id is not None
+        return Claim(
+            tenant=tenant, occurrence_id=row.id, run_id=run_id, lease_token=p.token, lease_until=p.lease,
+            attempt=row.attempt + 1, trigger=row.trigger, scheduled_for=row.scheduled_for, claimed_at=now,
+            schedule_id=row.schedule_id, job_id=row.job_id, job_key=owner.key if is_job else None,
+            job_depth=owner.depth if is_job else None, job_root=owner.root_key if is_job else None,
+            script_id=script.id, script_version=script.version, source=script.source,
+            timeout_ms=script.timeout_ms, memory_mb=script.memory_mb, payload=json.loads(owner.payload),
+            policy=p.policy,
+        )

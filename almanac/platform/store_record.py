@@ -1,0 +1,206 @@
+"""The finishing transaction of `SqlStore`: record how attempts ended, each fenced by its lease token.
+
+`finish_many` records many attempts of one tenant in one transaction. An
+attempt's record applies only while its occurrence still holds the attempt's
+lease token; its effects (kv writes, events, `schedule.at` upserts) are applied
+only if it succeeded and that fence held.
+
+The common case, every attempt still holding its lease and done for good, costs
+three executemany statements for the whole batch: release the occurrences (each
+UPDATE repeats its own token in its WHERE), finish the runs, mark the jobs done.
+If the release changed fewer rows than it was given, some attempt lost its lease:
+the transaction is rolled back and the batch recorded again the careful way, which
+reads the rows under lock and tells the held from the fenced one by one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.orm import Session
+
+from almanac.platform import planning, policies
+from almanac.platform.effects import RunEffects
+from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, KV, PLANNED, QUEUED, RUNNING, Event, Job, Occurrence, Run
+from almanac.platform.store import Claim, Outcome
+
+log = logging.getLogger("almanac.scheduler")
+
+Finish = tuple[Claim, Outcome, "RunEffects | None", datetime]  # what finish_many records, per attempt
+
+O, R, J, KVT, EV = Occurrence.__table__, Run.__table__, Job.__table__, KV.__table__, Event.__table__
+
+ENDINGS = {
+    "succeeded": "the script returned",
+    "failed": "the script threw an error",
+    "timed_out": "the script ran over its time limit",
+    "memory_exceeded": "the script went over its memory limit",
+}
+
+_RELEASE = update(O).where(
+    O.c.id == bindparam("b_id"), O.c.lease_token == bindparam("b_token"), O.c.status == RUNNING,
+).values(status=DONE, due_at=None, lease_token=None, lease_until=None)
+_HELD = select(O.c.id, O.c.lease_token).where(O.c.id.in_(bindparam("b_ids", expanding=True)), O.c.status == RUNNING)
+_HELD_LOCKED = _HELD.order_by(O.c.id).with_for_update()
+_FINISH_RUN = update(R).where(R.c.id == bindparam("b_id"), R.c.lease_token == bindparam("b_token")).values(
+    status=bindparam("b_status"), reason=bindparam("b_reason"), started_at=bindparam("b_started"),
+    finished_at=bindparam("b_finished"), output=bindparam("b_output"), error=bindparam("b_error"),
+    error_line=bindparam("b_error_line"), logs=bindparam("b_logs"), duration_ms=bindparam("b_duration"),
+)
+_FINISH_JOB = update(J).where(
+    J.c.id == bindparam("b_id"), J.c.state == JOB_PENDING, J.c.run_at == bindparam("b_run_at"),
+).values(state=JOB_DONE, updated_at=bindparam("b_now"))
+_RELEASE_QUEUED = update(O).where(O.c.schedule_id.in_(bindparam("b_ids", expanding=True)),
+                                  O.c.status == QUEUED).values(due_at=bindparam("b_now"))
+
+
+class _Fenced(Exception):
+    """The optimistic release found an attempt that lost its lease: record the batch the careful way."""
+
+
+class RecordMixin:
+    """`finish` and `finish_many`; mixed into `SqlStore` (which provides `db` and `is_postgres`)."""
+
+    db: Any
+    is_postgres: bool
+
+    def finish(self, claim: Claim, outcome: Outcome, effects: RunEffects | None, now: datetime) -> bool:
+        return self.finish_many([(claim, outcome, effects, now)])[0]
+
+    def finish_many(self, items: Sequence[Finish]) -> list[bool]:
+        """`finish` for many attempts of one tenant, in one transaction; each fenced by its own token.
+
+        Returns, in order, whether each record applied. If the transaction fails nothing
+        is recorded (the caller may then finish the attempts one by one).
+        """
+        tenants = {claim.tenant for claim, *_ in items}
+        if len(tenants) != 1:
+            raise ValueError("finish_many records the attempts of one tenant at a time")
+        tenant = tenants.pop()
+        try:
+            with self.db.tenant_session(tenant) as s:
+                applied = self._finish_batch(s, items, optimistic=True)
+        except _Fenced:  # rolled back: nothing of the optimistic attempt remains
+            with self.db.tenant_session(tenant) as s:
+                applied = self._finish_batch(s, items, optimistic=False)
+        for (claim, *_), ok in zip(items, applied):
+            if not ok:
+                log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
+        return applied
+
+    def _finish_batch(self, s: Session, items: Sequence[Finish], *, optimistic: bool) -> list[bool]:
+        conn = s.connection()
+        retries = [policies.retry_at(c.policy, o.status, c.attempt, now) for c, o, _, now in items]
+        # The common case, an occurrence done for good, is released in bulk. An occurrence met twice
+        # (a lapsed attempt and its retry) is fenced row by row, as are retries and manual runs.
+        counts: dict[int, int] = {}
+        for claim, *_ in items:
+            if claim.occurrence_id is not None:
+                counts[claim.occurrence_id] = counts.get(claim.occurrence_id, 0) + 1
+        in_bulk = [r is None and counts.get(c.occurrence_id) == 1 for (c, *_), r in zip(items, retries)]
+        done = sorted((c.occurrence_id, c.lease_token) for (c, *_), bulk in zip(items, in_bulk) if bulk)
+        if not done:
+            held: set[int] = set()
+        elif optimistic:
+            held = self._release_all(conn, done)
+        else:
+            held = self._release_held(conn, done)
+        applied = [
+            (c.occurrence_id in held) if bulk else self._fence(s, c, r)
+            for (c, *_), r, bulk in zip(items, retries, in_bulk)
+        ]
+        ok = [(item, r) for item, r, a in zip(items, retries, applied) if a]
+        if not ok:
+            return applied
+        conn.execute(_FINISH_RUN, [self._finish_values(c, o, now, r) for (c, o, _, now), r in ok])
+        for (claim, outcome, effects, now), _ in ok:
+            if outcome.status == "succeeded" and effects is not None:
+                self._apply(s, claim, effects, now)
+        latest = max(now for (*_, now), _ in ok)
+        schedules = sorted({c.schedule_id for (c, *_), _ in ok if c.schedule_id is not None})
+        if schedules:
+            conn.execute(_RELEASE_QUEUED, {"b_ids": schedules, "b_now": latest})
+        jobs = [dict(b_id=c.job_id, b_run_at=c.scheduled_for, b_now=now)
+                for (c, _, _, now), r in ok if c.job_id is not None and r is None]
+        if jobs:
+            conn.execute(_FINISH_JOB, jobs)
+        return applied
+
+    @staticmethod
+    def _release_all(conn: Any, done: list[tuple[int, str]]) -> set[int]:
+        """Release every occurrence, each fenced by its own token, in one executemany (in id order).
+
+        Raises `_Fenced` (the caller rolls back) unless every row was still held.
+        """
+        changed = conn.execute(_RELEASE, [{"b_id": oid, "b_token": token} for oid, token in done]).rowcount
+        if changed != len(done):
+            raise _Fenced
+        return {oid for oid, _ in done}
+
+    def _release_held(self, conn: Any, done: list[tuple[int, str]]) -> set[int]:
+        """Mark done the occurrences that still hold their attempt's token; return their ids.
+
+        The rows are read under lock (SQLite: the write transaction; PostgreSQL: FOR UPDATE)
+        and each is compared with its own token; the held ones are then released by the
+        same fenced executemany as the optimistic path.
+        """
+        current = dict(conn.execute(_HELD_LOCKED if self.is_postgres else _HELD,
+                                    {"b_ids": [oid for oid, _ in done]}).all())
+        held = [(oid, token) for oid, token in done if current.get(oid) == token]
+        if held:
+            changed = conn.execute(_RELEASE, [{"b_id": oid, "b_token": token} for oid, token in held]).rowcount
+            if changed != len(held):  # cannot happen under the lock; never record on a guess
+                raise RuntimeError(f"fenced release changed {changed} occurrences, expected {len(held)}")
+        return {oid for oid, _ in held}
+
+    @staticmethod
+    def _finish_values(claim: Claim, outcome: Outcome, now: datetime, retry: datetime | None) -> dict[str, Any]:
+        reason = outcome.reason or ENDINGS.get(outcome.status, outcome.status)
+        if retry is not None:
+            reason += f"; retry {claim.attempt + 1} of {claim.policy.max_attempts} at {retry.isoformat()}"
+        return dict(
+            b_id=claim.run_id, b_token=claim.lease_token, b_status=outcome.status, b_reason=reason[:200],
+            b_started=outcome.started_at, b_finished=now,
+            b_output=None if outcome.output is None else json.dumps(outcome.output),
+            b_error=outcome.error, b_error_line=outcome.error_line,
+            b_logs=json.dumps(outcome.logs) if outcome.logs else "[]",
+            b_duration=outcome.duration_ms,
+        )
+
+    def _fence(self, s: Session, claim: Claim, retry: datetime | None) -> bool:
+        """Release the occurrence (or a manual run) only if it still holds our lease token."""
+        if claim.occurrence_id is None:
+            cond = (R.c.id == claim.run_id) & (R.c.lease_token == claim.lease_token) & (R.c.status == RUNNING)
+            return s.execute(update(R).where(cond).values(lease_token=claim.lease_token)).rowcount == 1
+        cond = (O.c.id == claim.occurrence_id) & (O.c.lease_token == claim.lease_token) & (O.c.status == RUNNING)
+        values = dict(status=PLANNED, due_at=retry) if retry else dict(status=DONE, due_at=None)
+        return s.execute(update(O).where(cond).values(lease_token=None, lease_until=None, **values)).rowcount == 1
+
+    def _apply(self, s: Session, claim: Claim, effects: RunEffects, now: datetime) -> None:
+        """The run's buffered effects, in its finishing transaction."""
+        writes, deletes = effects.kv_changes()
+        if deletes:
+            s.execute(delete(KVT).where(KVT.c.key.in_(deletes)))
+        for key, value in writes.items():
+            self._kv_upsert(s, key, value, now)
+        for topic, data in effects.events:
+            s.execute(EV.insert().values(run_id=claim.run_id, topic=topic, data=data, created_at=now, attempts=0))
+        depth = 1 if claim.job_depth is None else claim.job_depth + 1
+        for job in effects.jobs.values():
+            fields = dict(script_id=claim.script_id, run_at=job.run_at, payload=job.payload_json,
+                          expire_after_s=None, max_attempts=claim.policy.max_attempts, priority=0)
+            planning.upsert_job(s, job.key, fields, now=now, depth=depth,
+                                root_key=claim.job_root or job.key, created_by_run_id=claim.run_id)
+
+    def _kv_upsert(self, s: Session, key: str, value: str, now: datetime) -> None:
+        if self.is_postgres:
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert
+        stmt = insert(KVT).values(key=key, value=value, updated_at=now)
+        s.execute(stmt.on_conflict_do_update(index_elements=[KVT.c.key], set_=dict(value=value, updated_at=now)))
