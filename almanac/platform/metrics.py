@@ -7,7 +7,7 @@ building several schedulers in one process does not register names twice.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
@@ -24,6 +24,14 @@ class SchedulerMetrics:
     duration: Histogram
     start_lag: Histogram
     backlog: Gauge
+    _children: dict[str, Counter] = field(default_factory=dict, compare=False, repr=False)
+
+    def runs_with(self, status: str) -> Counter:
+        """`runs.labels(status=...)`, looked up once per status (labels() locks and validates every call)."""
+        child = self._children.get(status)
+        if child is None:
+            child = self._children[status] = self.runs.labels(status=status)  # a race only looks it up twice
+        return child
 
     def set_backlog(self, tenant_backlogs: dict[str, int]) -> None:
         # One gauge for the process: a label per tenant would grow with the tenants.

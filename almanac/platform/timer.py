@@ -7,7 +7,9 @@ same transaction) and hands the claims to a thread pool: script runs release
 the GIL, and the server's event loop is never blocked. Finished runs go to one
 recorder thread, which records whatever has finished meanwhile in one
 transaction per tenant (each record still fenced by its own lease token), so a
-burst costs a few transactions, not one per run. After a tick the tenant
+burst costs a few transactions, not one per run; while other runs are still out
+it first lingers `RECORD_LINGER_S` so that runs finishing a few at a time (as
+sandboxed ones do) still share a transaction. After a tick the tenant
 sleeps until its earliest `due_at`, at most `idle_s` so that changes made by
 other processes are seen on SQLite (PostgreSQL LISTEN/NOTIFY will call `wake`).
 
@@ -21,6 +23,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,6 +40,7 @@ log = logging.getLogger("almanac.scheduler")
 
 
 RECORD_BATCH = 256  # finished runs recorded in one transaction, at most
+RECORD_LINGER_S = 0.02  # while other runs are out, the recorder waits this long to gather more records
 
 
 def default_workers() -> int:
@@ -58,22 +62,26 @@ class Scheduler:
     def __init__(
         self, store: Store, runner: Runner, clock: Clock, tenants: Callable[[], Iterable[str]], *,
         workers: int | None = None, metrics: SchedulerMetrics | None = None,
-        idle_s: float = 5.0, tenants_every_s: float = 5.0,
+        idle_s: float = 5.0, tenants_every_s: float = 5.0, record_linger_s: float = RECORD_LINGER_S,
     ) -> None:
         self.store, self.runner, self.clock, self.tenants = store, runner, clock, tenants
         self.workers = workers or default_workers()
         # Claim ahead of the pool (claims wait in its queue) so that one claim transaction serves
         # many runs; refill only when half of that has drained (a low-water mark), not after every run.
+        # Runs that finished and wait for their record do not count against the mark (the recorder
+        # lingers to batch them), but every claimed run does until recorded, up to twice the capacity.
         self.capacity = self.workers * 16
         self.low_water = self.capacity // 2
         self.metrics = metrics or get_metrics()
         self.idle = timedelta(seconds=idle_s)
         self.tenants_every = timedelta(seconds=tenants_every_s)
+        self.record_linger_s = record_linger_s
         self._cond = threading.Condition()
         self._wakes: dict[str, datetime] = {}
         self._starved: set[str] = set()
         self._backlogs: dict[str, int] = {}
-        self._inflight = 0
+        self._inflight = 0  # claimed and not yet recorded
+        self._unrecorded = 0  # of those, finished: waiting for (or in) the recorder
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -176,8 +184,9 @@ class Scheduler:
     def _tick(self, tenant: str, now: datetime) -> datetime:
         """Claim what is due for one tenant; return when to look at it again."""
         with self._cond:
-            free = self.capacity - self._inflight
-            if self._inflight > self.low_water:
+            unfinished = self._inflight - self._unrecorded
+            free = min(self.capacity - unfinished, 2 * self.capacity - self._inflight)
+            if unfinished > self.low_water or free <= 0:
                 self._starved.add(tenant)  # a finishing run wakes it
                 return now + self.idle
             self._inflight += free  # reserve the slots while the claim runs
@@ -204,32 +213,45 @@ class Scheduler:
     def _count_records(self, recorded: list[tuple[str, int]]) -> None:
         for status, count in recorded:
             if status != "lease_lapsed":
-                self.metrics.runs.labels(status=status).inc(count)
+                self.metrics.runs_with(status).inc(count)
 
     # -- one run ------------------------------------------------------------------------
 
     def _execute(self, claim: Claim) -> None:
         try:
-            self._finished.put(self._run(claim))  # the recorder releases the slot once recorded
+            done = self._run(claim)
         except Exception:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": claim.run_id})
-            self._release(1)
+            self._release(1, recorded=False)
+            return
+        with self._cond:  # counted before the recorder can release it
+            self._unrecorded += 1
+            self._wake_starved()
+        self._finished.put(done)  # the recorder releases the slot once recorded
 
-    def _release(self, count: int) -> None:
+    def _release(self, count: int, *, recorded: bool = True) -> None:
         with self._cond:
             self._inflight -= count
-            if self._starved and self._inflight <= self.low_water:
-                now = self.clock.now()
-                for tenant in self._starved:
-                    self._wakes[tenant] = now
-                self._starved.clear()
-                self._cond.notify_all()
+            if recorded:
+                self._unrecorded -= count
+            self._wake_starved()
+
+    def _wake_starved(self) -> None:
+        """(Holding the condition.) Wake the tenants that found no room once there is room again."""
+        if self._starved and self._inflight - self._unrecorded <= self.low_water \
+                and self._inflight < 2 * self.capacity:
+            now = self.clock.now()
+            for tenant in self._starved:
+                self._wakes[tenant] = now
+            self._starved.clear()
+            self._cond.notify_all()
 
     def run_claim(self, claim: Claim) -> bool:
         """Run one claimed attempt and record it; True if the record applied (lease still held)."""
         done = self._run(claim)
         applied = self.store.finish(claim, done.outcome, done.effects, done.finished_at)
-        self._after_record(done, applied)
+        if self._after_record(done, applied):
+            self._wake_soon(claim.tenant)
         return applied
 
     def _run(self, claim: Claim) -> _Finished:
@@ -256,6 +278,10 @@ class Scheduler:
         stopping = False
         while not stopping:
             items = [self._finished.get()]
+            if items[0] is not None and self._inflight > 1 and self.record_linger_s > 0:
+                # Other runs are out: let a few of them finish too, so that one transaction records
+                # many (each transaction costs about as much CPU as a dozen of its records).
+                time.sleep(self.record_linger_s)
             while len(items) < RECORD_BATCH:
                 try:
                     items.append(self._finished.get_nowait())
@@ -288,22 +314,27 @@ class Scheduler:
                 except Exception:
                     log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
                     applied.append(None)
+        wake = False
         for d, ok in zip(group, applied):
             if ok is not None:
-                self._after_record(d, ok)
+                wake = self._after_record(d, ok) or wake
+        if wake:
+            self._wake_soon(group[0].claim.tenant)  # once for the group: its tenant is the same
 
-    def _after_record(self, done: _Finished, applied: bool) -> None:
+    def _after_record(self, done: _Finished, applied: bool) -> bool:
+        """Metrics and the run's log line; True if the tenant should be looked at again now."""
         claim, outcome = done.claim, done.outcome
-        self.metrics.runs.labels(status=outcome.status if applied else "fenced").inc()
+        self.metrics.runs_with(outcome.status if applied else "fenced").inc()
         self.metrics.duration.observe(done.elapsed_s)
-        log.info("run.finished", extra={
-            "event": "run.finished", "tenant": claim.tenant, "run_id": claim.run_id,
-            "schedule_id": claim.schedule_id, "job_key": claim.job_key, "attempt": claim.attempt,
-            "status": outcome.status, "applied": applied, "duration_ms": outcome.duration_ms,
-            "lag_s": round((outcome.started_at - claim.scheduled_for).total_seconds(), 3),
-        })
-        if applied and (done.effects.jobs or claim.schedule_id is not None):
-            self._wake_soon(claim.tenant)  # follow-ups or queued occurrences may be due now
+        if log.isEnabledFor(logging.INFO):
+            log.info("run.finished", extra={
+                "event": "run.finished", "tenant": claim.tenant, "run_id": claim.run_id,
+                "schedule_id": claim.schedule_id, "job_key": claim.job_key, "attempt": claim.attempt,
+                "status": outcome.status, "applied": applied, "duration_ms": outcome.duration_ms,
+                "lag_s": round((outcome.started_at - claim.scheduled_for).total_seconds(), 3),
+            })
+        # Follow-ups, or occurrences queued behind this one, may be due now.
+        return applied and bool(done.effects.jobs or claim.schedule_id is not None)
 
     def _wake_soon(self, tenant: str) -> None:
         if self._thread is not None:

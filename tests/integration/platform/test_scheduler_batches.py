@@ -163,7 +163,7 @@ def test_the_running_scheduler_records_every_run_through_its_recorder(world: Wor
     finally:
         scheduler.stop()
     assert len(world.runs(status="succeeded")) == 40 and world.runs(status="running") == []
-    assert scheduler._inflight == 0
+    assert scheduler._inflight == 0 and scheduler._unrecorded == 0
     with world.session() as s:
         from almanac.platform.models import Job
 
@@ -196,3 +196,37 @@ def test_the_scheduler_prepares_its_runner_before_the_first_claim(world: World) 
     finally:
         scheduler.stop()
     assert order == ["prepare", "claimed before ready: 0", "run"]
+
+
+def test_the_recorder_gathers_runs_that_finish_close_together_into_few_transactions(world: World) -> None:
+    script = world.add_script()
+    for i in range(40):
+        world.put_job(f"job-{i}", script, world.clock.now())
+    transactions: list[int] = []
+    store = world.store
+
+    class Counting:
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+        def finish_many(self, items: list) -> list[bool]:
+            transactions.append(len(items))
+            return store.finish_many(items)
+
+    def slow(source: str, event: dict, caps: object) -> int:
+        time.sleep(0.005)  # like a run thread waiting on its sandbox process
+        return 1
+
+    from almanac.platform.runner import FunctionRunner
+
+    scheduler = Scheduler(Counting(), FunctionRunner(slow), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
+                          workers=4, metrics=world.scheduler.metrics)
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(world.runs(status="succeeded")) < 40 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        scheduler.stop()
+    assert sum(transactions) == 40
+    assert len(transactions) <= 10, transactions  # one per finished run without the recorder's linger
