@@ -9,33 +9,41 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime, timezone
-from typing import Any
+from typing import IO, Any
 
 # Attributes every LogRecord has; anything else came from `extra`.
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
+_ENCODER = json.JSONEncoder(default=str)  # what json.dumps(entry, default=str) builds on every call
 
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        fields = record.__dict__
         entry: dict[str, Any] = {
             "ts": datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "event": getattr(record, "event", None) or record.getMessage(),
+            "event": fields.get("event") or message,
         }
-        for key, value in vars(record).items():
+        for key, value in fields.items():
             if key not in _STANDARD and key != "event":
                 entry[key] = value
-        if record.getMessage() != entry["event"]:
-            entry["message"] = record.getMessage()
+        if message != entry["event"]:
+            entry["message"] = message
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, default=str)
+        return _ENCODER.encode(entry)
 
 
-def configure(level: str) -> None:
-    handler = logging.StreamHandler()
+def configure(level: str, stream: IO[str] | None = None) -> None:
+    """JSON lines at `level` on stderr (or `stream`) from every logger."""
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
+    # The lines carry none of the caller's file, line, thread or process: do not look them up for
+    # every record (the logging HOWTO's "Optimization"; a busy scheduler writes a line per run).
+    logging._srcfile = None  # type: ignore[attr-defined]
+    logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
