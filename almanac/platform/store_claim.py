@@ -11,7 +11,8 @@ to its run, and one bulk plan of the schedules' next occurrences.
 
 The hot statements are built once at import, with expanding parameters for
 their id lists, so SQLAlchemy finds them in its compiled cache instead of
-building, coercing and hashing a new statement per call.
+building, coercing and hashing a new statement per call; the per-row ones run
+as driver executemany through `bulk.Bulk`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from almanac.platform import planning, policies
+from almanac.platform.bulk import Bulk
 from almanac.platform.models import (
     DONE, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, RUNNING,
     Job, Occurrence, Run, Schedule, Script, ScriptVersion,
@@ -74,11 +76,11 @@ _JOBS = select(
 ).where(J.c.id.in_(_ids()))
 _RUNNING = select(O.c.id, O.c.schedule_id, O.c.lease_until).where(O.c.schedule_id.in_(_ids()), O.c.status == RUNNING)
 _SCRIPTS = select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SC.c.current_version).where(SC.c.id.in_(_ids()))
-_CLAIM_CAS = update(O).where(
+_CLAIM_CAS = Bulk(update(O).where(
     O.c.id == bindparam("b_id"), O.c.status == bindparam("b_status"), O.c.attempt == bindparam("b_attempt"),
 ).values(status=RUNNING, attempt=bindparam("b_new_attempt"), lease_token=bindparam("b_token"),
-         lease_until=bindparam("b_lease"), due_at=bindparam("b_lease"))
-_CLAIM_RUN_ID = update(O).where(O.c.id == bindparam("b_id")).values(run_id=bindparam("b_run_id"))
+         lease_until=bindparam("b_lease"), due_at=bindparam("b_lease")))
+_CLAIM_RUN_ID = Bulk(update(O).where(O.c.id == bindparam("b_id")).values(run_id=bindparam("b_run_id")))
 _INSERT_RUNS = R.insert().returning(R.c.id, sort_by_parameter_order=True)
 NEXT_DUE = select(func.min(O.c.due_at))
 BACKLOG = select(func.count()).select_from(O).where(O.c.due_at <= bindparam("b_now"),
@@ -330,9 +332,9 @@ class ClaimMixin:
         if not pending:
             return
         conn = s.connection()
-        changed = conn.execute(_CLAIM_CAS, [dict(
+        changed = _CLAIM_CAS.executemany(conn, [dict(
             b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
-            b_token=p.token, b_lease=p.lease) for p in pending]).rowcount
+            b_token=p.token, b_lease=p.lease) for p in pending])
         if changed != len(pending):
             held = {r.id for r in conn.execute(select(O.c.id).where(
                 O.c.id.in_([p.row.id for p in pending]),  # the key lookup (SQLite scans for a row-value IN)
@@ -341,7 +343,7 @@ class ClaimMixin:
             if not pending:
                 return
         run_ids = [r.id for r in conn.execute(_INSERT_RUNS, [self._run_values(p, now) for p in pending])]
-        conn.execute(_CLAIM_RUN_ID, [dict(b_id=p.row.id, b_run_id=rid) for p, rid in zip(pending, run_ids)])
+        _CLAIM_RUN_ID.executemany(conn, [dict(b_id=p.row.id, b_run_id=rid) for p, rid in zip(pending, run_ids)])
         batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
 
     @staticmethod

@@ -6,7 +6,7 @@ lease token; its effects (kv writes, events, `schedule.at` upserts) are applied
 only if it succeeded and that fence held.
 
 The common case, every attempt still holding its lease and done for good, costs
-three executemany statements for the whole batch: release the occurrences (each
+three executemany statements (driver executemany, `bulk.Bulk`) for the whole batch: release the occurrences (each
 UPDATE repeats its own token in its WHERE), finish the runs, mark the jobs done.
 If the release changed fewer rows than it was given, some attempt lost its lease:
 the transaction is rolled back and the batch recorded again the careful way, which
@@ -21,12 +21,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import bindparam, delete, null, select, update
 from sqlalchemy.orm import Session
 
 from almanac.platform import planning, policies
+from almanac.platform.bulk import Bulk
 from almanac.platform.effects import RunEffects
-from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, KV, PLANNED, QUEUED, RUNNING, Event, Job, Occurrence, Run
+from almanac.platform.models import (
+    DONE, JOB_DONE, JOB_PENDING, KV, PLANNED, QUEUED, RUNNING, Event, Job, Occurrence, Run,
+)
 from almanac.platform.store import Claim, Outcome
 
 log = logging.getLogger("almanac.scheduler")
@@ -42,19 +45,19 @@ ENDINGS = {
     "memory_exceeded": "the script went over its memory limit",
 }
 
-_RELEASE = update(O).where(
+_RELEASE = Bulk(update(O).where(
     O.c.id == bindparam("b_id"), O.c.lease_token == bindparam("b_token"), O.c.status == RUNNING,
-).values(status=DONE, due_at=None, lease_token=None, lease_until=None)
+).values(status=DONE, due_at=null(), lease_token=null(), lease_until=null()))
 _HELD = select(O.c.id, O.c.lease_token).where(O.c.id.in_(bindparam("b_ids", expanding=True)), O.c.status == RUNNING)
 _HELD_LOCKED = _HELD.order_by(O.c.id).with_for_update()
-_FINISH_RUN = update(R).where(R.c.id == bindparam("b_id"), R.c.lease_token == bindparam("b_token")).values(
+_FINISH_RUN = Bulk(update(R).where(R.c.id == bindparam("b_id"), R.c.lease_token == bindparam("b_token")).values(
     status=bindparam("b_status"), reason=bindparam("b_reason"), started_at=bindparam("b_started"),
     finished_at=bindparam("b_finished"), output=bindparam("b_output"), error=bindparam("b_error"),
     error_line=bindparam("b_error_line"), logs=bindparam("b_logs"), duration_ms=bindparam("b_duration"),
-)
-_FINISH_JOB = update(J).where(
+))
+_FINISH_JOB = Bulk(update(J).where(
     J.c.id == bindparam("b_id"), J.c.state == JOB_PENDING, J.c.run_at == bindparam("b_run_at"),
-).values(state=JOB_DONE, updated_at=bindparam("b_now"))
+).values(state=JOB_DONE, updated_at=bindparam("b_now")))
 _RELEASE_QUEUED = update(O).where(O.c.schedule_id.in_(bindparam("b_ids", expanding=True)),
                                   O.c.status == QUEUED).values(due_at=bindparam("b_now"))
 
@@ -117,7 +120,7 @@ class RecordMixin:
         ok = [(item, r) for item, r, a in zip(items, retries, applied) if a]
         if not ok:
             return applied
-        conn.execute(_FINISH_RUN, [self._finish_values(c, o, now, r) for (c, o, _, now), r in ok])
+        _FINISH_RUN.executemany(conn, [self._finish_values(c, o, now, r) for (c, o, _, now), r in ok])
         for (claim, outcome, effects, now), _ in ok:
             if outcome.status == "succeeded" and effects is not None:
                 self._apply(s, claim, effects, now)
@@ -128,7 +131,7 @@ class RecordMixin:
         jobs = [dict(b_id=c.job_id, b_run_at=c.scheduled_for, b_now=now)
                 for (c, _, _, now), r in ok if c.job_id is not None and r is None]
         if jobs:
-            conn.execute(_FINISH_JOB, jobs)
+            _FINISH_JOB.executemany(conn, jobs)
         return applied
 
     @staticmethod
@@ -137,7 +140,7 @@ class RecordMixin:
 
         Raises `_Fenced` (the caller rolls back) unless every row was still held.
         """
-        changed = conn.execute(_RELEASE, [{"b_id": oid, "b_token": token} for oid, token in done]).rowcount
+        changed = _RELEASE.executemany(conn, [{"b_id": oid, "b_token": token} for oid, token in done])
         if changed != len(done):
             raise _Fenced
         return {oid for oid, _ in done}
@@ -153,7 +156,7 @@ class RecordMixin:
                                     {"b_ids": [oid for oid, _ in done]}).all())
         held = [(oid, token) for oid, token in done if current.get(oid) == token]
         if held:
-            changed = conn.execute(_RELEASE, [{"b_id": oid, "b_token": token} for oid, token in held]).rowcount
+            changed = _RELEASE.executemany(conn, [{"b_id": oid, "b_token": token} for oid, token in held])
             if changed != len(held):  # cannot happen under the lock; never record on a guess
                 raise RuntimeError(f"fenced release changed {changed} occurrences, expected {len(held)}")
         return {oid for oid, _ in held}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import select, update
 
@@ -219,7 +220,8 @@ def test_the_recorder_gathers_runs_that_finish_close_together_into_few_transacti
 
     from almanac.platform.runner import FunctionRunner
 
-    scheduler = Scheduler(Counting(), FunctionRunner(slow), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
+    counting: Any = Counting()
+    scheduler = Scheduler(counting, FunctionRunner(slow), world.clock, lambda: [world.tenant],
                           workers=4, metrics=world.scheduler.metrics)
     scheduler.start()
     try:
