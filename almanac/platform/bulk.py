@@ -74,12 +74,19 @@ class Bulk:
             return 0
         c = self._for(conn)
         names, defaults, processors = c.names, c.defaults, c.processors
+        # Rows of a batch often repeat a value (the claim time, a lease end): convert it once.
+        memo: list[tuple[Any, Any]] = [(_NO_VALUE, None)] * len(processors)
         params: list[Any] = []
         for row in rows:
             values = [row.get(name, default) for name, default in zip(names, defaults)]
-            for i, processor in processors:
+            for k, (i, processor) in enumerate(processors):
                 if names[i] in row:
-                    values[i] = processor(values[i])
+                    value = values[i]
+                    seen, converted = memo[k]
+                    if value is not seen and (value is None or value != seen):
+                        converted = processor(value)
+                        memo[k] = (value, converted)
+                    values[i] = converted
             if _NO_VALUE in values:
                 missing = [n for n, v in zip(names, values) if v is _NO_VALUE]
                 raise KeyError(f"no value for bind parameter(s) {missing} of {self.stmt}")

@@ -5,9 +5,10 @@ BEGIN IMMEDIATE; PostgreSQL: `FOR UPDATE SKIP LOCKED`), their schedules, jobs
 and scripts with one query per table, and each row is decided by the pure
 functions of `policies` (recover a lapsed lease, misfire, expiry, overlap,
 stale versions). The runnable rows are then claimed together: one executemany
-compare-and-set on (status, attempt as read), one multi-row INSERT of their
-runs (unique on occurrence + attempt), one executemany linking each occurrence
-to its run, and one bulk plan of the schedules' next occurrences.
+compare-and-set on (status, attempt as read), one executemany INSERT of their
+runs (unique on occurrence + attempt, which then finds their ids), one
+executemany linking each occurrence to its run, and one bulk plan of the
+schedules' next occurrences.
 
 The hot statements are built once at import, with expanding parameters for
 their id lists, so SQLAlchemy finds them in its compiled cache instead of
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
+import secrets
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -81,7 +82,10 @@ _CLAIM_CAS = Bulk(update(O).where(
 ).values(status=RUNNING, attempt=bindparam("b_new_attempt"), lease_token=bindparam("b_token"),
          lease_until=bindparam("b_lease"), due_at=bindparam("b_lease")))
 _CLAIM_RUN_ID = Bulk(update(O).where(O.c.id == bindparam("b_id")).values(run_id=bindparam("b_run_id")))
-_INSERT_RUNS = R.insert().returning(R.c.id, sort_by_parameter_order=True)
+_RUN_COLUMNS = ("occurrence_id", "schedule_id", "job_key", "script_id", "script_version", "trigger", "scheduled_for",
+                "created_at", "started_at", "status", "attempt", "lease_token")
+_INSERT_RUNS = Bulk(R.insert().values({name: bindparam("b_" + name) for name in _RUN_COLUMNS}))
+_RUN_IDS = select(R.c.id, R.c.occurrence_id, R.c.attempt).where(R.c.occurrence_id.in_(_ids()))
 NEXT_DUE = select(func.min(O.c.due_at))
 BACKLOG = select(func.count()).select_from(O).where(O.c.due_at <= bindparam("b_now"),
                                                       O.c.status.in_((PLANNED, QUEUED)))
@@ -124,6 +128,7 @@ class _Batch:
         script_ids = {r.script_id for r in [*self.schedules.values(), *self.jobs.values()]}
         self.scripts = store._scripts(s, tenant, script_ids)
         self.pending: list[_Pending] = []
+        self.leases: dict[int, datetime] = {}  # lease end by script timeout
         self.plans: list[tuple[Any, datetime]] = []  # (schedule, after): next occurrences to plan
         self.claims: list[Claim] = []
         self.recorded: dict[str, int] = {}
@@ -315,8 +320,10 @@ class ClaimMixin:
             self._record(s, batch, row, row.scheduled_for, "failed", "its script was deleted", now, own=True)
             self._finish_occurrence(s, batch, row, now)
             return
-        lease = policies.lease_until(now, script.timeout_ms, self.lease_margin_s)
-        batch.pending.append(_Pending(row, owner, script, policy, uuid.uuid4().hex, lease))
+        lease = batch.leases.get(script.timeout_ms)
+        if lease is None:  # one per timeout in a batch: the same value for every claim that shares it
+            lease = batch.leases[script.timeout_ms] = policies.lease_until(now, script.timeout_ms, self.lease_margin_s)
+        batch.pending.append(_Pending(row, owner, script, policy, secrets.token_hex(16), lease))
         if row.schedule_id is not None:
             batch.running.setdefault(row.schedule_id, {})[row.id] = lease
 
@@ -342,7 +349,11 @@ class ClaimMixin:
             pending = [p for p in pending if p.row.id in held]
             if not pending:
                 return
-        run_ids = [r.id for r in conn.execute(_INSERT_RUNS, [self._run_values(p, now) for p in pending])]
+        # The runs' ids by their unique key (occurrence, attempt): an executemany returns no rows.
+        _INSERT_RUNS.executemany(conn, [self._run_values(p, now) for p in pending])
+        ids = {(r.occurrence_id, r.attempt): r.id
+               for r in conn.execute(_RUN_IDS, {"b_ids": sorted(p.row.id for p in pending)})}
+        run_ids = [ids[(p.row.id, p.row.attempt + 1)] for p in pending]
         _CLAIM_RUN_ID.executemany(conn, [dict(b_id=p.row.id, b_run_id=rid) for p, rid in zip(pending, run_ids)])
         batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
 
@@ -350,11 +361,11 @@ class ClaimMixin:
     def _run_values(p: _Pending, now: datetime) -> dict[str, Any]:
         row = p.row
         return dict(
-            occurrence_id=row.id, schedule_id=row.schedule_id,
-            job_key=p.owner.key if row.job_id is not None else None,
-            script_id=p.script.id, script_version=p.script.version, trigger=row.trigger,
-            scheduled_for=row.scheduled_for, created_at=now, started_at=now, status=RUNNING,
-            attempt=row.attempt + 1, lease_token=p.token,
+            b_occurrence_id=row.id, b_schedule_id=row.schedule_id,
+            b_job_key=p.owner.key if row.job_id is not None else None,
+            b_script_id=p.script.id, b_script_version=p.script.version, b_trigger=row.trigger,
+            b_scheduled_for=row.scheduled_for, b_created_at=now, b_started_at=now, b_status=RUNNING,
+            b_attempt=row.attempt + 1, b_lease_token=p.token,
         )
 
     @staticmethod

@@ -23,10 +23,11 @@ def test_rows_are_written_as_sqlalchemy_writes_them(world: World) -> None:
     for key in ("a", "b", "c", "d"):
         world.put_job(key, script, world.clock.now())
     at = world.clock.now().astimezone(timezone(timedelta(hours=-5))) + timedelta(microseconds=7)
+    later = at + timedelta(seconds=1)
     with world.db.tenant_connection(world.tenant) as conn, conn.begin():
         changed = Bulk(_DONE).executemany(conn, [
-            {"b_key": "a", "b_at": at, "b_depth": 3}, {"b_key": "b", "b_at": at, "b_depth": 4},
-            {"b_key": "nobody", "b_at": at, "b_depth": 5},
+            {"b_key": "a", "b_at": at, "b_depth": 3}, {"b_key": "nobody", "b_at": at, "b_depth": 5},
+            {"b_key": "b", "b_at": later, "b_depth": 4},  # a value converted once per run of equal ones
         ])
         assert changed == 2  # the rowcount of every row together
         conn.execute(_DONE, [{"b_key": "c", "b_at": at, "b_depth": 3}])  # SQLAlchemy's way, to compare
@@ -37,6 +38,7 @@ def test_rows_are_written_as_sqlalchemy_writes_them(world: World) -> None:
     assert raw["a"][:3] == raw["c"][:3] and raw["a"][3] == 3 and raw["b"][3] == 4
     assert raw["d"][0] == JOB_PENDING
     assert typed["a"].run_at == at and typed["a"].run_at.tzinfo is timezone.utc
+    assert typed["b"].run_at == later
 
 
 def test_a_row_without_a_value_is_refused(world: World) -> None:
