@@ -5,8 +5,8 @@ every bind, each value through its type's processor): about 10-15 µs a row on
 this box, several times what SQLite itself takes. The scheduler runs a few such
 rows per run (claim, release, finish), so that was a large share of its CPU.
 
-`Bulk` compiles a Core statement once per dialect and tenant schema (the
-connection's `schema_translate_map`, rendered into the SQL) and hands the rows
+`Bulk` compiles a Core statement once per dialect (the connection's
+`schema_translate_map` rendered into the SQL text per tenant) and hands the rows
 straight to the driver's executemany: the values of each row in the order the
 SQL wants them, the statement's own constants filled in, and only the binds
 whose type has a processor (UTCDateTime's, on SQLite) converted. The SQL is
@@ -24,12 +24,19 @@ _NO_VALUE = object()
 
 
 class _Compiled:
-    __slots__ = ("sql", "names", "defaults", "processors", "positional")
+    """A statement compiled for one dialect, with its tenant schemas rendered as placeholders."""
 
-    def __init__(self, stmt: Any, dialect: Any, translate: dict[str, str]) -> None:
-        compiled = stmt.compile(dialect=dialect, schema_translate_map=translate or None,
-                                render_schema_translate=bool(translate))
+    __slots__ = ("sql", "names", "defaults", "processors", "positional", "placeholders", "quote", "_by_schemas")
+
+    def __init__(self, stmt: Any, dialect: Any, schemas: tuple[str, ...]) -> None:
+        # Compiled once per dialect, not per tenant: each translated schema is a placeholder in
+        # the text, replaced by the tenant's own (quoted) schema name when first used.
+        self.placeholders = {schema: f"almanac_bulk_schema_{i}" for i, schema in enumerate(schemas)}
+        compiled = stmt.compile(dialect=dialect, schema_translate_map=self.placeholders or None,
+                                render_schema_translate=bool(self.placeholders))
         self.sql: str = compiled.string
+        self.quote = dialect.identifier_preparer.quote_schema
+        self._by_schemas: dict[tuple[tuple[str, str], ...], str] = {}
         self.positional: bool = compiled.positional
         binds = {name: bind for bind, name in compiled.bind_names.items()}  # by the name the SQL uses
         self.names: tuple[str, ...] = tuple(compiled.positiontup if compiled.positional else binds)
@@ -44,35 +51,44 @@ class _Compiled:
                 if self.defaults[i] is not _NO_VALUE and self.defaults[i] is not None:
                     self.defaults[i] = processor(self.defaults[i])  # a constant: converted once
 
+    def sql_for(self, translate: tuple[tuple[str, str], ...]) -> str:
+        found = self._by_schemas.get(translate)
+        if found is None:
+            found = self.sql
+            for schema, real in translate:
+                found = found.replace(self.placeholders[schema] + ".", self.quote(real) + ".")
+            if len(self._by_schemas) > 100_000:  # a string per tenant schema: bounded all the same
+                self._by_schemas.clear()
+            self._by_schemas[translate] = found
+        return found
+
 
 class Bulk:
     """One Core statement (an UPDATE or INSERT without RETURNING) run as a DBAPI executemany."""
 
     def __init__(self, stmt: Any) -> None:
         self.stmt = stmt
-        self._compiled: dict[tuple[str, tuple[tuple[str, str], ...]], _Compiled] = {}
+        self._compiled: dict[tuple[Any, ...], _Compiled] = {}
         self._lock = threading.Lock()
 
     def __str__(self) -> str:
         return str(self.stmt)
 
-    def _for(self, conn: Any) -> _Compiled:
-        translate = conn.get_execution_options().get("schema_translate_map") or {}
-        key = (conn.dialect.name, tuple(sorted(translate.items())))
+    def _for(self, conn: Any) -> tuple[_Compiled, str]:
+        translate = tuple(sorted((conn.get_execution_options().get("schema_translate_map") or {}).items()))
+        dialect = conn.dialect
+        key = (type(dialect), dialect.paramstyle, tuple(schema for schema, _ in translate))
         found = self._compiled.get(key)
         if found is None:
-            found = _Compiled(self.stmt, conn.dialect, translate)
             with self._lock:
-                if len(self._compiled) > 1000:  # one per tenant schema: keep a long-lived process bounded
-                    self._compiled.clear()
-                self._compiled[key] = found
-        return found
+                found = self._compiled.setdefault(key, _Compiled(self.stmt, dialect, key[2]))
+        return found, found.sql_for(translate)
 
     def executemany(self, conn: Any, rows: Sequence[dict[str, Any]]) -> int:
         """Run the statement once per row (each a dict of bind name -> value); the total rowcount."""
         if not rows:
             return 0
-        c = self._for(conn)
+        c, sql = self._for(conn)
         names, defaults, processors = c.names, c.defaults, c.processors
         # Rows of a batch often repeat a value (the claim time, a lease end): convert it once.
         memo: list[tuple[Any, Any]] = [(_NO_VALUE, None)] * len(processors)
@@ -91,4 +107,4 @@ class Bulk:
                 missing = [n for n, v in zip(names, values) if v is _NO_VALUE]
                 raise KeyError(f"no value for bind parameter(s) {missing} of {self.stmt}")
             params.append(tuple(values) if c.positional else dict(zip(names, values)))
-        return conn.exec_driver_sql(c.sql, params).rowcount
+        return conn.exec_driver_sql(sql, params).rowcount
