@@ -33,7 +33,8 @@ class _Compiled:
         # the text, replaced by the tenant's own (quoted) schema name when first used.
         self.placeholders = {schema: f"almanac_bulk_schema_{i}" for i, schema in enumerate(schemas)}
         compiled = stmt.compile(dialect=dialect, schema_translate_map=self.placeholders or None,
-                                render_schema_translate=bool(self.placeholders))
+                                render_schema_translate=bool(self.placeholders),
+                                for_executemany=True)  # no implicit RETURNING of an INSERT's key
         self.sql: str = compiled.string
         self.quote = dialect.identifier_preparer.quote_schema
         self._by_schemas: dict[tuple[tuple[str, str], ...], str] = {}

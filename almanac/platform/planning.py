@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
+from almanac.platform.bulk import Bulk
 from almanac.platform.models import (
     ACTIVE_STATES, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, Job, Occurrence, Schedule,
 )
@@ -109,25 +110,30 @@ def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: dat
     for schedule, after in plans:
         when = rules.next_after(schedule.rrule, schedule.input_kind, after)
         if when is not None:
-            rows.append(occurrence_values(now, when, schedule.priority, "schedule",
-                                          schedule_id=schedule.id, schedule_version=schedule.version))
+            values = occurrence_values(now, when, schedule.priority, "schedule",
+                                       schedule_id=schedule.id, schedule_version=schedule.version)
+            rows.append({"b_" + name: value for name, value in values.items()})
         nexts.append({"b_id": schedule.id, "b_next": when})
     conn = session.connection()
     if rows:
-        conn.execute(_insert_ignore_stmt(conn.dialect.name), rows)
-    conn.execute(_SET_NEXT_RUN, nexts)
+        _insert_ignore_many(conn.dialect.name).executemany(conn, rows)
+    _SET_NEXT_RUN.executemany(conn, nexts)
 
 
-_SET_NEXT_RUN = update(S).where(S.c.id == bindparam("b_id")).values(next_run_at=bindparam("b_next"))
+_SET_NEXT_RUN = Bulk(update(S).where(S.c.id == bindparam("b_id")).values(next_run_at=bindparam("b_next")))
+_OCCURRENCE_COLUMNS = ("scheduled_for", "due_at", "priority", "trigger", "status", "attempt", "created_at",
+                       "schedule_id", "schedule_version")
 
 
 @lru_cache(maxsize=2)
-def _insert_ignore_stmt(dialect: str) -> Any:
+def _insert_ignore_many(dialect: str) -> Bulk:
+    """INSERT ... ON CONFLICT DO NOTHING of schedules' occurrences (each row's keys prefixed "b_")."""
     if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert
     else:
         from sqlalchemy.dialects.sqlite import insert
-    return insert(O).on_conflict_do_nothing()
+    values = {name: bindparam("b_" + name) for name in _OCCURRENCE_COLUMNS}
+    return Bulk(insert(O).values(values).on_conflict_do_nothing())
 
 
 def unplan_schedule(session: Session, schedule_id: int) -> None:
