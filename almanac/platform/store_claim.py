@@ -22,8 +22,9 @@ import json
 import logging
 import secrets
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
@@ -46,14 +47,25 @@ SC, SV = Script.__table__, ScriptVersion.__table__
 
 
 def schedule_policy(row: Any) -> policies.Policy:
-    return policies.Policy(
-        misfire=row.misfire, catchup_window_s=row.catchup_window_s, overlap=row.overlap,
-        expire_after_s=row.expire_after_s, max_attempts=row.max_attempts, retry_backoff_s=row.retry_backoff_s,
-    )
+    return _schedule_policy(row.misfire, row.catchup_window_s, row.overlap, row.expire_after_s, row.max_attempts,
+                            row.retry_backoff_s)
 
 
 def job_policy(row: Any) -> policies.Policy:
-    return policies.Policy(overlap="allow", expire_after_s=row.expire_after_s, max_attempts=row.max_attempts)
+    return _job_policy(row.expire_after_s, row.max_attempts)
+
+
+# Policies are frozen values: rows with the same settings share one, built and checked once.
+@lru_cache(maxsize=1024)
+def _schedule_policy(misfire: str, catchup_window_s: int, overlap: str, expire_after_s: int | None,
+                     max_attempts: int, retry_backoff_s: int) -> policies.Policy:
+    return policies.Policy(misfire=misfire, catchup_window_s=catchup_window_s, overlap=overlap,
+                           expire_after_s=expire_after_s, max_attempts=max_attempts, retry_backoff_s=retry_backoff_s)
+
+
+@lru_cache(maxsize=1024)
+def _job_policy(expire_after_s: int | None, max_attempts: int) -> policies.Policy:
+    return policies.Policy(overlap="allow", expire_after_s=expire_after_s, max_attempts=max_attempts)
 
 
 def _ids(name: str = "b_ids") -> Any:
@@ -100,8 +112,7 @@ class _Script:
     source: str
 
 
-@dataclass(frozen=True)
-class _Pending:
+class _Pending(NamedTuple):
     """A runnable occurrence of this claim transaction, claimed in bulk at its end."""
 
     row: Any
