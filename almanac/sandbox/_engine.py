@@ -171,7 +171,7 @@ class Shared:
         self.engine = wasmtime.Engine(_config(pooling))
         linker = wasmtime.Linker(self.engine)
         _wasi.define(linker)
-        self.module = _load_image(self.engine, linker, cache_dir, pooling)
+        self.module = _load_image(self.engine, cache_dir, pooling)
         _native.check_exports(self.module, _snapshot.EXPORTS)
         self.pre = linker.instantiate_pre(self.module)
         probe = wasmtime.Store(self.engine)  # a module the slots cannot hold fails here, not in a run
@@ -226,8 +226,7 @@ def cached_image(cache_dir: Path, pooling: bool = True) -> Path:
     return Path(cache_dir) / f"qjs-image-{key}.cwasm"
 
 
-def _load_image(engine: wasmtime.Engine, linker: wasmtime.Linker, cache_dir: Path | None,
-                pooling: bool) -> wasmtime.Module:
+def _load_image(engine: wasmtime.Engine, cache_dir: Path | None, pooling: bool) -> wasmtime.Module:
     if cache_dir is not None:
         cached = cached_image(cache_dir, pooling)
         if cached.exists():
@@ -237,7 +236,7 @@ def _load_image(engine: wasmtime.Engine, linker: wasmtime.Linker, cache_dir: Pat
             except Exception:
                 cached.unlink(missing_ok=True)
     wasm = _snapshot.with_exports(wasm_path().read_bytes())
-    module = wasmtime.Module(engine, _snapshot.take(engine, linker, wasm, load_bootstrap()))
+    module = wasmtime.Module(engine, _snapshot.take(wasm, load_bootstrap()))
     if cache_dir is not None:
         cached.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".tmp")

@@ -55,13 +55,21 @@ def with_exports(wasm: bytes) -> bytes:
     return _wasm_image.add_exports(wasm, INTERNAL, {STACK_POINTER_EXPORT: STACK_POINTER})
 
 
-def take(engine: wasmtime.Engine, linker: wasmtime.Linker, wasm: bytes, bootstrap: bytes) -> bytes:
-    """The image: ``wasm`` (from ``with_exports``) after evaluating ``bootstrap``."""
+def take(wasm: bytes, bootstrap: bytes) -> bytes:
+    """The image: ``wasm`` (from ``with_exports``) after evaluating ``bootstrap``.
+
+    The module runs once here, on our own bootstrap, so it is compiled without
+    optimisation or epoch checks: that saves ~0.6 s of a first start.
+    """
+    config = wasmtime.Config()
+    config.cranelift_opt_level = "none"
+    engine = wasmtime.Engine(config)
+    linker = wasmtime.Linker(engine)
+    _wasi.define(linker)
     module = wasmtime.Module(engine, wasm)
     _native.check_exports(module, {**EXPORTS, **_INIT_EXPORTS})
     io = _wasi.RunIO(b"", time.monotonic() + SETUP_SECONDS, 64 * 1024, _no_requests)
     store = wasmtime.Store(engine)
-    store.set_epoch_deadline(1 << 40)  # the ticker may be parked: SETUP_SECONDS bounds host calls
     _wasi.bind(io)
     try:
         instance = linker.instantiate(store, module)
