@@ -68,6 +68,9 @@ class Sandbox:
     def __init__(self, cache_dir: Path | None = None) -> None:
         self._shared = _engine.acquire(cache_dir)
         self._closed = False
+        if self._shared.image_memory >= STATIC_MEMORY:  # a bigger bootstrap would eat the scripts' heap
+            self.close()
+            raise RuntimeError(f"the sandbox image ({self._shared.image_memory} bytes) outgrew STATIC_MEMORY")
 
     def close(self) -> None:
         if not self._closed:
@@ -118,7 +121,9 @@ class Sandbox:
     def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, code: bytes,
                limits: Limits) -> BaseException | None:
         shared = self._shared
-        store.set_limits(memory_size=shared.image_memory + limits.memory_mb * MIB + STATIC_MEMORY)
+        # The image (2.4 MB: static data, C stack, the bootstrap's heap) lies within STATIC_MEMORY,
+        # as the module's initial memory did before the snapshot: the wall is where it was.
+        store.set_limits(memory_size=limits.memory_mb * MIB + STATIC_MEMORY)
         try:
             instance = shared.pre.instantiate(store)
             io.memory = _native.Memory(_native.export(store, instance, "memory").of.memory)
