@@ -131,6 +131,23 @@ def schema_for(slug: str) -> str:
     return "t_" + validate_slug(slug).replace("-", "_")
 
 
+def upsert_insert(dialect_name: str) -> Any:
+    """The backend's `insert` construct, the one with ON CONFLICT (PostgreSQL or SQLite)."""
+    if dialect_name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    return insert
+
+
+def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> bool:
+    """INSERT ... ON CONFLICT DO NOTHING, on SQLite and PostgreSQL alike; True if a row was added."""
+    insert = upsert_insert(session.get_bind().dialect.name)
+    # rowcount is not reliable here (psycopg reports -1): ask for the new key instead.
+    stmt = insert(table).values(**values).on_conflict_do_nothing().returning(*table.primary_key.columns)
+    return session.execute(stmt).first() is not None
+
+
 class Database:
     """The engine and session factories of one process, built from settings."""
 

@@ -14,27 +14,16 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
+from almanac.db import insert_ignore
 from almanac.delivery import targets as targets_mod
 from almanac.delivery.models import PENDING, Delivery, EventFanout, Target
 from almanac.platform.models import Event, Run
 
 EV, FO, D, R = Event.__table__, EventFanout.__table__, Delivery.__table__, Run.__table__
-
-
-def _insert(session: Session, table: Any, values: dict[str, Any]) -> int:
-    """INSERT … ON CONFLICT DO NOTHING; the number of rows inserted (0 or 1)."""
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    # RETURNING rather than rowcount: psycopg reports -1 for a statement like this one.
-    statement = insert(table).values(**values).on_conflict_do_nothing().returning(*table.primary_key.columns)
-    return 1 if session.execute(statement).first() is not None else 0
 
 
 def order_key(schedule_id: int | None, job_key: str | None, run_id: int | None, event_id: int) -> str:
@@ -60,12 +49,12 @@ def fan_out(session: Session, *, now: datetime, limit: int) -> int:
     for event in new:
         marker = dict(event_id=event.id, public_id="evt_" + uuid.uuid4().hex, schedule_id=event.schedule_id,
                       job_key=event.job_key, fanned_out_at=now)
-        if not _insert(session, FO, marker):
+        if not insert_ignore(session, FO, marker):
             continue  # another dispatcher fanned this one out
         key = order_key(event.schedule_id, event.job_key, event.run_id, event.id)
         for target_id, patterns in live:
             if targets_mod.matches(patterns, event.topic):
-                added += _insert(session, D, dict(
+                added += int(insert_ignore(session, D, dict(
                     event_id=event.id, target_id=target_id, order_key=key, status=PENDING, attempts=0,
-                    next_attempt_at=now, created_at=now, updated_at=now))
+                    next_attempt_at=now, created_at=now, updated_at=now)))
     return added

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
+from almanac.db import insert_ignore, upsert_insert
 from almanac.platform.bulk import Bulk
 from almanac.platform.models import (
     ACTIVE_STATES, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, Job, Occurrence, Schedule,
@@ -72,17 +73,6 @@ class RecurrenceRules:
         return found[:cap]
 
 
-def insert_ignore(session: Session, table: Any, values: dict[str, Any]) -> bool:
-    """INSERT ... ON CONFLICT DO NOTHING, on SQLite and PostgreSQL alike; True if a row was added."""
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
-    # rowcount is not reliable here (psycopg reports -1): ask for the new key instead.
-    stmt = insert(table).values(**values).on_conflict_do_nothing().returning(*table.primary_key.columns)
-    return session.execute(stmt).first() is not None
-
-
 def occurrence_values(now: datetime, when: datetime, priority: int, trigger: str, **owner: Any) -> dict[str, Any]:
     return dict(
         scheduled_for=when, due_at=when, priority=priority, trigger=trigger, status=PLANNED,
@@ -128,12 +118,8 @@ _OCCURRENCE_COLUMNS = ("scheduled_for", "due_at", "priority", "trigger", "status
 @lru_cache(maxsize=2)
 def _insert_ignore_many(dialect: str) -> Bulk:
     """INSERT ... ON CONFLICT DO NOTHING of schedules' occurrences (each row's keys prefixed "b_")."""
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert
     values = {name: bindparam("b_" + name) for name in _OCCURRENCE_COLUMNS}
-    return Bulk(insert(O).values(values).on_conflict_do_nothing())
+    return Bulk(upsert_insert(dialect)(O).values(values).on_conflict_do_nothing())
 
 
 def unplan_schedule(session: Session, schedule_id: int) -> None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
+from almanac.db import insert_ignore
 from almanac.platform import planning, policies
 from almanac.platform.bulk import Bulk
 from almanac.platform.models import (
@@ -36,6 +37,7 @@ from almanac.platform.models import (
     Job, Occurrence, Run, Schedule, Script, ScriptVersion,
 )
 from almanac.platform.store import Claim, ClaimBatch
+from almanac.platform.store_record import RELEASE_QUEUED
 
 if TYPE_CHECKING:
     from almanac.platform.store_sql import SqlStore
@@ -248,14 +250,11 @@ class ClaimMixin:
         if not retry and row.job_id is not None:
             s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(state=JOB_DONE))
         if row.schedule_id is not None:
-            self._release_queued(s, row.schedule_id, now)
+            s.execute(RELEASE_QUEUED, {"b_ids": [row.schedule_id], "b_now": now})
         batch.recorded["lease_lapsed"] = batch.recorded.get("lease_lapsed", 0) + 1
         log.warning("run.lease_lapsed", extra={"event": "run.lease_lapsed", "occurrence_id": row.id,
                                                 "attempt": row.attempt, "retry": retry})
         return s.execute(_ONE, {"b_id": row.id}).one() if retry else None
-
-    def _release_queued(self, s: Session, schedule_id: int, now: datetime) -> None:
-        s.execute(update(O).where(O.c.schedule_id == schedule_id, O.c.status == QUEUED).values(due_at=now))
 
     def _schedule_due(self, s: Session, tenant: str, batch: _Batch, row: Any, now: datetime) -> None:
         sch = batch.schedules.get(row.schedule_id)
@@ -304,7 +303,7 @@ class ClaimMixin:
             if when != row.scheduled_for:
                 values = planning.occurrence_values(
                     now, when, sch.priority, "catchup", schedule_id=sch.id, schedule_version=sch.version)
-                planning.insert_ignore(s, O, {**values, "due_at": now})  # due at once, oldest first
+                insert_ignore(s, O, {**values, "due_at": now})  # due at once, oldest first
         batch.plans.append((sch, due[-1]))  # planned with the others' at the end of the transaction
         if row.scheduled_for in plan.run:
             return True

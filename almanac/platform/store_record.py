@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, null, select, update
 from sqlalchemy.orm import Session
 
+from almanac.db import upsert_insert
 from almanac.platform import planning, policies
 from almanac.platform.bulk import Bulk
 from almanac.platform.effects import RunEffects
@@ -58,7 +59,9 @@ _FINISH_RUN = Bulk(update(R).where(R.c.id == bindparam("b_id"), R.c.lease_token 
 _FINISH_JOB = Bulk(update(J).where(
     J.c.id == bindparam("b_id"), J.c.state == JOB_PENDING, J.c.run_at == bindparam("b_run_at"),
 ).values(state=JOB_DONE, updated_at=bindparam("b_now")))
-_RELEASE_QUEUED = update(O).where(O.c.schedule_id.in_(bindparam("b_ids", expanding=True)),
+# Queued occurrences of these schedules become due now (their running attempt ended); the claim
+# side uses it too, when it recovers a lapsed attempt.
+RELEASE_QUEUED = update(O).where(O.c.schedule_id.in_(bindparam("b_ids", expanding=True)),
                                   O.c.status == QUEUED).values(due_at=bindparam("b_now"))
 
 
@@ -127,7 +130,7 @@ class RecordMixin:
         latest = max(now for (*_, now), _ in ok)
         schedules = sorted({c.schedule_id for (c, *_), _ in ok if c.schedule_id is not None})
         if schedules:
-            conn.execute(_RELEASE_QUEUED, {"b_ids": schedules, "b_now": latest})
+            conn.execute(RELEASE_QUEUED, {"b_ids": schedules, "b_now": latest})
         jobs = [dict(b_id=c.job_id, b_run_at=c.scheduled_for, b_now=now)
                 for (c, _, _, now), r in ok if c.job_id is not None and r is None]
         if jobs:
@@ -201,9 +204,5 @@ class RecordMixin:
                                 root_key=claim.job_root or job.key, created_by_run_id=claim.run_id)
 
     def _kv_upsert(self, s: Session, key: str, value: str, now: datetime) -> None:
-        if self.is_postgres:
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        stmt = insert(KVT).values(key=key, value=value, updated_at=now)
+        stmt = upsert_insert("postgresql" if self.is_postgres else "sqlite")(KVT).values(key=key, value=value, updated_at=now)
         s.execute(stmt.on_conflict_do_update(index_elements=[KVT.c.key], set_=dict(value=value, updated_at=now)))

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from tests.integration.platform.scheduler_world import EveryRules, World
 
-from almanac.db import Database
+from almanac.db import Database, insert_ignore
 from almanac.platform import planning
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Outcome
@@ -114,7 +114,7 @@ def test_occurrence_unique_key_holds_in_the_database(world: World) -> None:
     world.put_job("j", script, world.clock.now())
     (occ,) = world.occurrences()
     with world.session() as s:
-        added = planning.insert_ignore(s, Occurrence.__table__, planning.occurrence_values(
+        added = insert_ignore(s, Occurrence.__table__, planning.occurrence_values(
             world.clock.now(), occ.scheduled_for, 0, "job", job_id=occ.job_id))
     assert added is False
 
