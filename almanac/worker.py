@@ -197,7 +197,7 @@ class ScaledScheduler:
 
     def __init__(self, timer: Scheduler, leases: TenantLeases, db: Database, dispatcher: Any = None) -> None:
         self.timer, self.leases, self.dispatcher = timer, leases, dispatcher
-        self.listener = Listener.for_database(db, self._notified, on_connect=self._wake_all)
+        self.listener = Listener.for_database(db, self.wake, on_connect=self._wake_all)
 
     def start(self) -> None:
         self.leases.start()  # a first share before the timer's first look at its tenants
@@ -218,9 +218,6 @@ class ScaledScheduler:
     def wake(self, slug: str) -> None:
         if self.leases.owns(slug):
             self.timer.wake(slug)
-
-    def _notified(self, slug: str) -> None:
-        self.wake(slug)
 
     def _wake_all(self) -> None:
         for slug in self.leases.owned():

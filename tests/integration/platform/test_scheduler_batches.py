@@ -5,6 +5,7 @@ apply only for the records that applied."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -150,19 +151,24 @@ def test_schedules_due_together_are_each_planned_once(world: World) -> None:
         assert [o.status for o in world.occurrences(schedule_id=sid)] == ["done", "planned"]
 
 
+def _run_until(scheduler: Scheduler, done: Callable[[], bool], timeout_s: float = 20) -> None:
+    """Run the real scheduler until `done()` (or the timeout), then stop it."""
+    scheduler.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        scheduler.stop()
+
+
 def test_the_running_scheduler_records_every_run_through_its_recorder(world: World) -> None:
     script = world.add_script()
     for i in range(40):
         world.put_job(f"job-{i}", script, world.clock.now())
     scheduler = Scheduler(world.store, world.scheduler.runner, world.clock, lambda: [world.tenant],
                           workers=4, metrics=world.scheduler.metrics)
-    scheduler.start()
-    try:
-        deadline = time.monotonic() + 20
-        while len(world.runs(status="succeeded")) < 40 and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        scheduler.stop()
+    _run_until(scheduler, lambda: len(world.runs(status="succeeded")) >= 40)
     assert len(world.runs(status="succeeded")) == 40 and world.runs(status="running") == []
     assert scheduler._inflight == 0 and scheduler._unrecorded == 0
     with world.session() as s:
@@ -189,13 +195,7 @@ def test_the_scheduler_prepares_its_runner_before_the_first_claim(world: World) 
 
     scheduler = Scheduler(world.store, Preparing(), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
                           workers=2, metrics=world.scheduler.metrics)
-    scheduler.start()
-    try:
-        deadline = time.monotonic() + 20
-        while not world.runs(status="succeeded") and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        scheduler.stop()
+    _run_until(scheduler, lambda: bool(world.runs(status="succeeded")))
     assert order == ["prepare", "claimed before ready: 0", "run"]
 
 
@@ -223,12 +223,6 @@ def test_the_recorder_gathers_runs_that_finish_close_together_into_few_transacti
     counting: Any = Counting()
     scheduler = Scheduler(counting, FunctionRunner(slow), world.clock, lambda: [world.tenant],
                           workers=4, metrics=world.scheduler.metrics)
-    scheduler.start()
-    try:
-        deadline = time.monotonic() + 20
-        while len(world.runs(status="succeeded")) < 40 and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        scheduler.stop()
+    _run_until(scheduler, lambda: len(world.runs(status="succeeded")) >= 40)
     assert sum(transactions) == 40
     assert len(transactions) <= 10, transactions  # one per finished run without the recorder's linger
