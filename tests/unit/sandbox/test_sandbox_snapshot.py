@@ -1,0 +1,28 @@
+"""The snapshot's refusals: a broken bootstrap, an image that would eat the scripts' heap."""
+
+import pytest
+
+from almanac.sandbox import Sandbox, _engine, _snapshot, _wasm_image
+from almanac.sandbox import runtime
+
+
+def test_a_bootstrap_that_throws_makes_no_image():
+    wasm = _snapshot.with_exports(_engine.wasm_path().read_bytes())
+    with pytest.raises(_snapshot.SnapshotError, match="bootstrap failed"):
+        _snapshot.take(wasm, b"throw new Error('broken bootstrap')")
+
+
+def test_a_module_without_the_internal_functions_is_refused_by_name():
+    wasm = _engine.wasm_path().read_bytes()
+    with pytest.raises(_wasm_image.WasmFormatError, match="no_such_function"):
+        _wasm_image.add_exports(wasm, {"x": "no_such_function"}, {})
+
+
+def test_an_image_that_outgrows_the_static_allowance_refuses_to_start(sandbox, monkeypatch):
+    # The wall on linear memory is memory_mb + STATIC_MEMORY; an image as large as the
+    # allowance would silently take the scripts' heap, so the sandbox will not start.
+    users = sandbox._shared.users
+    monkeypatch.setattr(runtime, "STATIC_MEMORY", sandbox._shared.image_memory)
+    with pytest.raises(RuntimeError, match="outgrew STATIC_MEMORY"):
+        Sandbox()
+    assert sandbox._shared.users == users  # the refused one gave its share of the engine back
