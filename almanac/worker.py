@@ -13,6 +13,8 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,14 +90,15 @@ class SandboxRunner:
         self._starting: threading.Thread | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None  # in-process runs started by `submit`
 
     def run_threads(self) -> int | None:
-        """Threads the timer should run claims on to keep the pool's workers busy (None: its default).
+        """Runs the timer should keep out at once to keep the pool's workers busy (None: its default).
 
-        Each run thread waits on its worker; a few more threads than workers let the
-        next run's dispatch and the last one's result overlap with the running script.
+        One running per worker, and up to three tickets per worker waiting in the pool's
+        socket, so that a worker that finishes finds its next run there at once.
         """
-        return 3 * self.processes if self.processes > 0 else None
+        return 4 * self.processes if self.processes > 0 else None
 
     def start(self) -> None:
         """Start the pool's processes in the background (they take seconds); runs meanwhile go in-process."""
@@ -152,9 +155,26 @@ class SandboxRunner:
 
         result = self._get().run(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
                                  _SandboxCaps(caps, CapabilityError))
-        logs = result.logs.splitlines() if isinstance(result.logs, str) else list(result.logs or [])
-        return RunOutcome(result.status, result.output, result.error, result.error_line, result.error_column,
-                          logs, result.duration_ms)
+        return _outcome_of(result)
+
+    def submit(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any,
+               done: Callable[[RunOutcome], None]) -> None:
+        """Start a run; `done(outcome)` when it ends (the pool's thread, or one of ours in-process)."""
+        from almanac.sandbox import CapabilityError, Limits
+
+        target = self._get()
+        if not hasattr(target, "submit"):  # in-process: a thread waits on the run
+            self._threads().submit(lambda: done(self.run(source, event, timeout_ms, memory_mb, caps)))
+            return
+        target.submit(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
+                      _SandboxCaps(caps, CapabilityError), lambda result: done(_outcome_of(result)))
+
+    def _threads(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max(2, os.cpu_count() or 2),
+                                                    thread_name_prefix="almanac-run")
+            return self._executor
 
     def check_syntax(self, source: str) -> tuple[str, int | None, int | None] | None:
         problem = self._get().check_syntax(source)
@@ -165,11 +185,20 @@ class SandboxRunner:
             self._closed = True
             starting, self._starting = self._starting, None
             parts, self._pool, self._sandbox = [self._pool, self._sandbox], None, None
+            executor, self._executor = self._executor, None
         if starting is not None:
             starting.join(60)
+        if executor is not None:
+            executor.shutdown(wait=True)
         for part in parts:
             if part is not None:
                 part.close()
+
+
+def _outcome_of(result: Any) -> RunOutcome:
+    logs = result.logs.splitlines() if isinstance(result.logs, str) else list(result.logs or [])
+    return RunOutcome(result.status, result.output, result.error, result.error_line, result.error_column,
+                      logs, result.duration_ms)
 
 
 PREPARE_TIMEOUT_S = 60.0  # past this the scheduler claims anyway; runs go in-process until the pool is up

@@ -31,6 +31,9 @@ class Runner(Protocol):
 
     # Optional: `prepare()`, called by the scheduler's loop before its first claim; it may
     # block until scripts can run (the worker's runner waits for its sandbox processes).
+    # Optional: `submit(source, event, timeout_ms, memory_mb, caps, done)`, which starts the
+    # run and returns at once; `done(outcome)` is called once, from any thread, when it ends.
+    # The scheduler then needs no thread per run (without it, `run` is called on a thread pool).
 
 
 class FunctionRunner:

@@ -3,8 +3,10 @@
 One loop thread keeps, for every tenant, the time it next needs attention
 (background/000's timer per tenant, without a thread per tenant). Ticking a
 tenant claims due occurrences from the store (which plans the next ones in the
-same transaction) and hands the claims to a thread pool: script runs release
-the GIL, and the server's event loop is never blocked. Finished runs go to one
+same transaction) and starts the claims' runs, at most `workers` at a time (the
+rest wait in a queue): through the runner's `submit` when it has one (the
+sandbox pool calls back when a run ends, so no thread waits per run), else on a
+thread pool. The server's event loop is never blocked. Finished runs go to one
 recorder thread, which records whatever has finished meanwhile in one
 transaction per tenant (each record still fenced by its own lease token), so a
 burst costs a few transactions, not one per run; while other runs are still out
@@ -24,6 +26,7 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -82,9 +85,11 @@ class Scheduler:
         self._backlogs: dict[str, int] = {}
         self._inflight = 0  # claimed and not yet recorded
         self._unrecorded = 0  # of those, finished: waiting for (or in) the recorder
+        self._queued: deque[Claim] = deque()  # claimed, waiting for one of the `workers` places
+        self._running = 0  # runs started and not yet ended
         self._stopping = False
         self._thread: threading.Thread | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: ThreadPoolExecutor | None = None  # only for a runner without `submit`
         self._finished: queue.Queue[_Finished | None] = queue.Queue()
         self._recorder: threading.Thread | None = None
 
@@ -94,7 +99,8 @@ class Scheduler:
         if self._thread is not None:
             return
         self._stopping = False
-        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="almanac-run")
+        if getattr(self.runner, "submit", None) is None:
+            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="almanac-run")
         self._recorder = threading.Thread(target=self._record_loop, name="almanac-recorder", daemon=True)
         self._recorder.start()
         self._thread = threading.Thread(target=self._loop, name="almanac-timer", daemon=True)
@@ -109,6 +115,9 @@ class Scheduler:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+        with self._cond:  # every claimed run still runs (its lease would only lapse otherwise)
+            while self._running or self._queued:
+                self._cond.wait(0.1)
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=False)
             self._pool = None
@@ -198,9 +207,9 @@ class Scheduler:
         self._count_records(batch.recorded)
         with self._cond:
             self._inflight += len(batch.claims)
-        assert self._pool is not None
-        for claim in batch.claims:
-            self._pool.submit(self._execute, claim)
+        with self._cond:
+            self._queued.extend(batch.claims)
+        self._start_queued()
         if batch.full:
             return now
         backlog = batch.backlog if batch.backlog is not None else self.store.backlog(tenant, now)
@@ -217,17 +226,50 @@ class Scheduler:
 
     # -- one run ------------------------------------------------------------------------
 
-    def _execute(self, claim: Claim) -> None:
+    def _start_queued(self) -> None:
+        """Start queued claims while fewer than `workers` runs are out (any thread)."""
+        while True:
+            with self._cond:
+                if not self._queued or self._running >= self.workers:
+                    return
+                claim = self._queued.popleft()
+                self._running += 1
+            self._start(claim)
+
+    def _start(self, claim: Claim) -> None:
+        started, effects, event, t0 = self._prepare(claim)
+
+        def ended(result: Any) -> None:
+            self._ended(claim, started, effects, t0, result)
+
+        submit = getattr(self.runner, "submit", None)
         try:
-            done = self._run(claim)
+            if submit is not None:
+                submit(claim.source, event, claim.timeout_ms, claim.memory_mb, effects, ended)
+            else:
+                assert self._pool is not None
+                self._pool.submit(lambda: ended(self._call_runner(claim, event, effects)))
+        except Exception as exc:  # the runner refused it (closing, say): the run failed, the platform goes on
+            ended(_runner_broke(claim, exc))
+
+    def _ended(self, claim: Claim, started: datetime, effects: RunEffects, t0: float, result: Any) -> None:
+        """A run ended (on the runner's thread): queue it for the recorder, start the next."""
+        try:
+            elapsed = self.clock.monotonic() - t0
+            done = _Finished(claim, _outcome(result, started, elapsed), effects, self.clock.now(), elapsed)
         except Exception:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": claim.run_id})
-            self._release(1, recorded=False)
-            return
+            done = None
         with self._cond:  # counted before the recorder can release it
-            self._unrecorded += 1
+            self._running -= 1
+            if done is not None:
+                self._unrecorded += 1
             self._wake_starved()
-        self._finished.put(done)  # the recorder releases the slot once recorded
+        if done is None:
+            self._release(1, recorded=False)
+        else:
+            self._finished.put(done)  # the recorder releases the slot once recorded
+        self._start_queued()
 
     def _release(self, count: int, *, recorded: bool = True) -> None:
         with self._cond:
@@ -255,6 +297,13 @@ class Scheduler:
         return applied
 
     def _run(self, claim: Claim) -> _Finished:
+        started, effects, event, t0 = self._prepare(claim)
+        result = self._call_runner(claim, event, effects)
+        elapsed = self.clock.monotonic() - t0
+        return _Finished(claim, _outcome(result, started, elapsed), effects, self.clock.now(), elapsed)
+
+    def _prepare(self, claim: Claim) -> tuple[datetime, RunEffects, dict, float]:
+        """The run's start: its lag metric, its effects buffer and the event the script sees."""
         started = self.clock.now()
         self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
         effects = RunEffects(
@@ -262,15 +311,13 @@ class Scheduler:
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
             now=started, job_depth=claim.job_depth,
         )
-        event = claim.event(started.isoformat().replace("+00:00", "Z"))
-        t0 = self.clock.monotonic()
+        return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
+
+    def _call_runner(self, claim: Claim, event: dict, effects: RunEffects) -> Any:
         try:
-            result = self.runner.run(claim.source, event, claim.timeout_ms, claim.memory_mb, effects)
-        except Exception as exc:  # the runner itself broke: the run failed, the platform goes on
-            log.exception("run.runner_failed", extra={"event": "run.runner_failed", "run_id": claim.run_id})
-            result = RunOutcome("failed", error=f"the platform could not run the script: {type(exc).__name__}")
-        elapsed = self.clock.monotonic() - t0
-        return _Finished(claim, _outcome(result, started, elapsed), effects, self.clock.now(), elapsed)
+            return self.runner.run(claim.source, event, claim.timeout_ms, claim.memory_mb, effects)
+        except Exception as exc:
+            return _runner_broke(claim, exc)
 
     # -- recording ----------------------------------------------------------------------
 
@@ -349,6 +396,12 @@ class Scheduler:
         for claim in batch.claims:
             self.run_claim(claim)
         return batch.claims
+
+
+def _runner_broke(claim: Claim, exc: Exception) -> RunOutcome:
+    """The runner itself broke: the run failed, the platform goes on."""
+    log.error("run.runner_failed", exc_info=exc, extra={"event": "run.runner_failed", "run_id": claim.run_id})
+    return RunOutcome("failed", error=f"the platform could not run the script: {type(exc).__name__}")
 
 
 def _outcome(result: Any, started: datetime, elapsed_s: float) -> Outcome:

@@ -1,19 +1,30 @@
-"""The child side of ``SandboxPool``: one process, one ``Sandbox``, one pipe.
+"""The child side of ``SandboxPool``: one process, one ``Sandbox``, a shared ticket socket and its own pipe.
 
-Messages are JSON arrays sent with ``send_bytes`` (never pickle, so the
+A worker takes the next ticket from the socket shared by every worker (one
+``recv`` is one whole ticket, so no two workers take the same), runs it, and
+takes the next: it never waits for the parent between runs.  A ticket is an
+8-byte job id followed by JSON ``[kind, source token, limits, event]``
+(``kind`` "run" or "check").  The source is named by a token; a worker
+fetches a source it has not seen, and the whole job if the ticket was too
+large to carry the event ("thin": limits and event are null).
+
+On its own pipe (JSON arrays sent with ``send_bytes``, never pickle, so the
 parent never unpickles anything a worker wrote):
 
-parent -> worker   ``["run", source, event, limits]`` | ``["check", source]``
-                   ``["v", value]`` | ``["e", message]`` | ``["x", message]``
-                   (the answer to a capability call)
-worker -> parent   ``["ready"]`` once, then per request any number of
-                   ``["cap", method, args]`` followed by exactly one
-                   ``["done", result]`` | ``["checked", problem or null]``
+worker -> parent   ``["ready"]`` once; then per ticket ``["start", id]``, any
+                   number of ``["fetch", id]`` and ``["cap", id, method, args]``,
+                   and exactly one ``["done", id, result]`` |
+                   ``["checked", id, problem or null]``; before it exits on
+                   its own, ``["bye", reason]``
+parent -> worker   ``["v", value]`` | ``["e", message]`` | ``["x", message]``
+                   (the answer to a fetch or a capability call)
 
 A capability call blocks the guest until the parent answers, exactly as the
 in-process bridge does; the parent executes it on the caller's ``caps``, so
-tenant data and host objects never enter this process.  The worker exits when
-the parent closes its end of the pipe.
+tenant data and host objects never enter this process.  The worker exits
+when the ticket socket is closed and empty (the pool closed), when the parent
+closes its pipe, or after a run that ended ``timed_out`` or
+``memory_exceeded`` or its ``max_runs``-th run (a fresh process replaces it).
 """
 
 from __future__ import annotations
@@ -21,6 +32,8 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import struct
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +42,10 @@ from .limits import Limits
 from .runtime import RunResult, Sandbox
 
 CAP_METHODS = frozenset({"kv_get", "kv_set", "kv_delete", "kv_list", "emit", "schedule_at"})
+RECYCLE_AFTER = ("timed_out", "memory_exceeded")  # a fresh process after these, whatever they left behind
+TICKET_HEAD = struct.Struct("<Q")
+MAX_TICKET = 32 * 1024  # larger jobs go as thin tickets and are fetched
+SOURCES_KEPT = 64
 RESULT_FIELDS = ("status", "output", "error", "error_line", "error_column", "logs",
                  "duration_ms", "error_stack")
 
@@ -47,18 +64,32 @@ class ParentCaps(ForwardingCapabilities):
 
     def __init__(self, conn: Any) -> None:
         self._conn = conn
+        self.job = 0  # the job whose run is calling
 
     def _call(self, method: str, *args: Any) -> Any:
-        self._conn.send_bytes(dump(["cap", method, list(args)]))
-        kind, value = json.loads(self._conn.recv_bytes())
-        if kind == "v":
-            return value
-        if kind == "e":
-            raise CapabilityError(value)
-        raise HostFailure(value)
+        return ask(self._conn, ["cap", self.job, method, list(args)])
 
 
-def main(conn: Any, cache_dir: str) -> None:
+def ask(conn: Any, message: list) -> Any:
+    """Send a request to the parent and wait for its answer."""
+    conn.send_bytes(dump(message))
+    kind, value = json.loads(conn.recv_bytes())
+    if kind == "v":
+        return value
+    if kind == "e":
+        raise CapabilityError(value)
+    raise HostFailure(value)
+
+
+def ticket(job_id: int, kind: str, token: int, limits: Any, event: dict | None) -> bytes:
+    """The parent's side: a job as the socket carries it."""
+    body = dump([kind, token, vars(limits), event])
+    if len(body) > MAX_TICKET:
+        body = dump([kind, token, None, None])
+    return TICKET_HEAD.pack(job_id) + body
+
+
+def main(tickets: Any, conn: Any, cache_dir: str, max_runs: int) -> None:
     """Entry point of a worker process (the pool's ``Process`` target)."""
     # Ctrl-C reaches the whole process group; the parent decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -67,25 +98,54 @@ def main(conn: Any, cache_dir: str) -> None:
     bridge_log = logging.getLogger("almanac.sandbox")
     bridge_log.addHandler(logging.NullHandler())
     bridge_log.propagate = False
+    tickets.setblocking(True)
     with Sandbox(Path(cache_dir)) as box:
-        caps = ParentCaps(conn)
-        conn.send_bytes(dump(["ready"]))
-        while True:
+        try:
+            _serve_tickets(box, tickets, conn, max_runs)
+        except (EOFError, OSError):
+            return  # the parent closed our pipe (or is gone)
+
+
+def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, max_runs: int) -> None:
+    caps = ParentCaps(conn)
+    sources: OrderedDict[int, str] = OrderedDict()
+    conn.send_bytes(dump(["ready"]))
+    for runs in range(1, max_runs + 1):
+        data = tickets.recv(TICKET_HEAD.size + MAX_TICKET + 1024)
+        if not data:  # the pool closed the socket and nothing is left in it
+            conn.send_bytes(dump(["bye", "closed"]))
+            return
+        caps.job = job_id = TICKET_HEAD.unpack_from(data)[0]
+        conn.send_bytes(dump(["start", job_id]))
+        kind, token, limits, event = json.loads(data[TICKET_HEAD.size:])
+        source = sources.get(token)
+        if source is None or limits is None:
             try:
-                request = json.loads(conn.recv_bytes())
-            except EOFError:
-                return
-            conn.send_bytes(dump(_serve(box, caps, request)))
+                source, event, limits = ask(conn, ["fetch", job_id])
+            except HostFailure:  # the parent has given up on this job (its pool is closing)
+                conn.send_bytes(dump(["done" if kind == "run" else "checked", job_id, None]))
+                continue
+            sources[token] = source
+            if len(sources) > SOURCES_KEPT:
+                sources.popitem(last=False)
+        else:
+            sources.move_to_end(token)
+        reply, status = _serve(box, caps, job_id, kind, source, event, limits)
+        conn.send_bytes(dump(reply))
+        if status in RECYCLE_AFTER:
+            conn.send_bytes(dump(["bye", status]))
+            return
+    conn.send_bytes(dump(["bye", "max_runs"]))
 
 
-def _serve(box: Sandbox, caps: ParentCaps, request: list) -> list:
-    if request[0] == "run":
-        _, source, event, limits = request
+def _serve(box: Sandbox, caps: ParentCaps, job_id: int, kind: str, source: str, event: Any,
+           limits: dict) -> tuple[list, str | None]:
+    if kind == "run":
         result = box.run(source, event, Limits(**limits), caps)
-        return ["done", {name: getattr(result, name) for name in RESULT_FIELDS}]
-    problem = box.check_syntax(request[1])
-    return ["checked", None if problem is None else
-            {"message": problem.message, "line": problem.line, "column": problem.column}]
+        return ["done", job_id, {name: getattr(result, name) for name in RESULT_FIELDS}], result.status
+    problem = box.check_syntax(source)
+    return ["checked", job_id, None if problem is None else
+            {"message": problem.message, "line": problem.line, "column": problem.column}], None
 
 
 def result_from(fields: Any) -> RunResult:

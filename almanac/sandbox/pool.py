@@ -1,23 +1,32 @@
 """Sandboxes in worker processes: throughput on every core, and a second wall.
 
-``SandboxPool`` has ``Sandbox``'s methods but runs each script in one of N
-worker processes (``_poolworker``), each with its own wasmtime engine.  In one
+``SandboxPool`` has ``Sandbox``'s methods, plus ``submit`` (a run whose result
+comes back through a callback), and runs each script in one of N worker
+processes (``_poolworker``), each with its own wasmtime engine.  In one
 process, wasmtime-py's host callbacks (our WASI host, the bridge) hold the GIL,
 so threads cannot use two cores; processes can.
 
-* Dispatch: ``run`` takes a free worker (waiting while all are busy), sends
-  the job down its pipe, and serves the worker's capability calls on the
-  calling thread against the ``caps`` it was given, so ``caps`` never leaves
-  this process.  Messages are small JSON, never pickle.
+* Dispatch is pull-based.  Jobs wait in the parent; a few at a time go as
+  "tickets" into one shared ``SOCK_SEQPACKET`` socket, and whichever worker is
+  free takes the next one (each ``recv`` is one whole ticket).  A worker never
+  waits for the parent between runs, and a slow script holds up only its own
+  worker: nothing is queued behind it.  At most ``size`` tickets wait in the
+  socket; the rest of the jobs wait in the parent.
+* One reactor thread reads every worker's pipe: ``start`` (the worker took a
+  ticket), ``done``, and the worker's capability calls, which are executed on
+  the caller's ``caps`` by a small thread pool, so ``caps`` never leaves this
+  process and a slow capability call does not stall the other workers.
+  Messages are small JSON, never pickle; a script's source crosses once per
+  worker (tickets name it by a token, and a worker fetches sources it lacks).
 * Recycling: a worker whose run ended ``timed_out`` or ``memory_exceeded``,
-  or that has done ``max_runs_per_worker`` runs, is retired and a fresh one
-  started by a background thread; the caller does not wait for it.
+  or that has done ``max_runs_per_worker`` runs, says so and exits after that
+  run; a background thread starts its replacement.
 * Failure: if a worker dies mid-run (crash, OOM kill) the run ends ``failed``
   with "sandbox worker died"; if it has not answered once its timeout plus
   ``GRACE_S`` have passed (wall time, capability calls included, as for the
   guest's own deadline), it is killed and the run ends ``timed_out``.  Either
-  way the worker is replaced.  A worker found dead before it got the job
-  costs no run: the job goes to another worker.
+  way the worker is replaced.  A worker that dies while idle costs no run:
+  the tickets stay in the socket for the others.
 
 Workers are started with the "forkserver" context (never plain fork: the
 platform has threads and database connections); the fork server preloads
@@ -33,58 +42,60 @@ runaway memory and hangs, not a guest that escaped wasmtime.
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
 import logging
 import math
 import multiprocessing
+import os
 import select
 import shutil
+import socket
 import tempfile
 import threading
 import time
+import weakref
+from collections import OrderedDict, deque
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
 from . import _engine, _poolworker
-from ._poolworker import CAP_METHODS, dump, result_from
-from .capabilities import Capabilities, CapabilityError
+from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
+from ._poolworker import TICKET_HEAD, dump, result_from, ticket
+from .capabilities import Capabilities
 from .limits import Limits
 from .runtime import CHECK_LIMITS, RunResult, SyntaxProblem
 
 log = logging.getLogger("almanac.sandbox")
 
 GRACE_S = 2.0  # past a run's own deadline before the parent kills its worker
-START_TIMEOUT_S = 60.0
+JOIN_S = 60.0
+CLOSE_WAIT_S = 5.0  # close() lets runs in flight finish this long, then kills their workers
+LOST_TICKET_S = 2.0  # after a worker died idle: how long its taken-but-unstarted tickets are given
 MAX_MESSAGE = 64 * 1024 * 1024
-RECYCLE_AFTER = ("timed_out", "memory_exceeded")
+SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
 
 
-class _Lost(Exception):
-    """The worker died, hung or spoke nonsense; ``reason`` says which."""
+class _Job:
+    __slots__ = ("id", "kind", "source", "event", "limits", "caps", "done", "state")
 
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
+    def __init__(self, job_id: int, kind: str, source: str, event: dict | None, limits: Limits,
+                 caps: Capabilities | None, done: Callable[[Any], None]) -> None:
+        self.id, self.kind, self.source, self.event = job_id, kind, source, event
+        self.limits, self.caps, self.done = limits, caps, done
+        self.state = "waiting"  # -> "ticketed" (in the socket) -> "started" (a worker said so)
 
-
-class _Worker:
-    def __init__(self, process: Any, conn: Any) -> None:
-        self.process = process  # multiprocessing.Process
-        self.conn = conn  # multiprocessing.connection.Connection
-        self.runs = 0
-        self.retired = False
-        self.exitcode: int | None = None
-        # Connection.poll builds a selector per call; a poll object is ~10x cheaper.
-        self.poller = select.poll()
-        self.poller.register(conn.fileno(), select.POLLIN)
-
-    def wait(self, seconds: float) -> bool:
-        """True once a message (or EOF) is readable, False after ``seconds``."""
-        return bool(self.poller.poll(max(0, math.ceil(seconds * 1000))))
+    def ended(self, status: str, error: str, duration_ms: int = 0) -> Any:
+        """What the caller gets when the sandbox, not the script, ended the job."""
+        if self.kind == "check":
+            return SyntaxProblem("the sandbox could not check this script", 1, 1)
+        return RunResult(status, None, error, None, None, "", duration_ms)
 
 
 class SandboxPool:
-    """Runs scripts in worker processes; thread-safe; same API as ``Sandbox``."""
+    """Runs scripts in worker processes; thread-safe; same API as ``Sandbox``, plus ``submit``."""
 
     def __init__(self, workers: int | None = None, cache_dir: Path | None = None,
                  max_runs_per_worker: int = 10_000) -> None:
@@ -97,57 +108,73 @@ class SandboxPool:
             else Path(cache_dir)
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(["__main__", _poolworker.__name__])
-        self._cond = threading.Condition()
-        self._idle: list[_Worker] = []
-        self._busy: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._jobs: dict[int, _Job] = {}
+        self._waiting: deque[_Job] = deque()  # not yet ticketed
+        self._ticketed = 0  # tickets in the socket that no worker has started
+        self._ids = itertools.count(1)
+        self._tokens: OrderedDict[str, int] = OrderedDict()
+        self._token_ids = itertools.count(1)
+        self._workers: dict[int, Worker] = {}  # by pipe fd; the reactor's own
+        self._arrivals: list[Worker] = []  # started by a background thread, for the reactor to adopt
         self._background: set[threading.Thread] = set()
+        self._lost_idle_at: float | None = None
         self._closed = False
+        self._tickets_out, self._tickets_in = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._tickets_out.setblocking(False)  # the parent never waits on the socket; workers do
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._poller = select.poll()
+        self._poller.register(self._wake_r, select.POLLIN)
+        self._caps = ThreadPoolExecutor(self.size, thread_name_prefix="almanac-sandbox-caps")
+        self._reactor = threading.Thread(target=self._react, name="almanac-sandbox-pool", daemon=True)
         try:
             self._start_all()
         except BaseException:
-            self.close()
+            self._shutdown_now()
             raise
+        self._reactor.start()
+        _open_pools.add(self)
 
     # --- the Sandbox API ------------------------------------------------------
 
+    def submit(self, source: str, event: dict, limits: Limits, caps: Capabilities,
+               done: Callable[[RunResult], None]) -> None:
+        """Queue a run; ``done(result)`` is called once, on the pool's thread, when it ends.
+
+        Never raises for the script's sake; raises RuntimeError if the pool is closed.
+        ``done`` must be quick and must not raise (it is logged and dropped if it does).
+        """
+        self._enqueue("run", source, event, limits, caps, done)
+
     def run(self, source: str, event: dict, limits: Limits, caps: Capabilities) -> RunResult:
         """Run the script's default export on ``event`` in a worker; never raises for the script's sake."""
-        request = dump(["run", source, event, vars(limits)])  # asdict() deep-copies: slower
-        started = time.monotonic()
-        try:
-            reply = self._call(request, caps, limits.timeout_ms, "done")
-        except _Lost as lost:
-            duration = int((time.monotonic() - started) * 1000)
-            if lost.reason == "hung":
-                return _ended("timed_out", f"timed out after {limits.timeout_ms} ms", duration)
-            return _ended("failed", "sandbox worker died", duration)
-        return reply
+        return self._wait_for("run", source, event, limits, caps)
 
     def check_syntax(self, source: str) -> SyntaxProblem | None:
         """Parse ``source`` as a module (in a worker) without running it."""
-        try:
-            return self._call(dump(["check", source]), None, CHECK_LIMITS.timeout_ms, "checked")
-        except _Lost:
-            return SyntaxProblem("the sandbox could not check this script", 1, 1)
+        return self._wait_for("check", source, None, CHECK_LIMITS, None)
 
     def worker_pids(self) -> list[int]:
-        """Process ids of the workers now started (idle or busy)."""
-        with self._cond:
-            return sorted(w.process.pid for w in [*self._idle, *self._busy])
+        """Process ids of the workers now started."""
+        with self._lock:
+            return sorted(w.process.pid for w in [*self._workers.values(), *self._arrivals])
 
     def close(self) -> None:
-        """Stop idle workers now and busy ones when their run ends; idempotent."""
-        with self._cond:
+        """Refuse new work; let runs in flight finish (up to ``CLOSE_WAIT_S``); stop the workers. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
             self._closed = True
-            idle, self._idle = self._idle, []
-            self._cond.notify_all()
-            background = list(self._background)
-        for worker in idle:
-            _retire(worker, "closed")
-        for thread in background:
-            thread.join(START_TIMEOUT_S)
-        if self._own_cache:
-            shutil.rmtree(self._cache_dir, ignore_errors=True)
+            unstarted = list(self._waiting) + self._take_back_tickets()
+            self._waiting.clear()
+        for job in unstarted:
+            self._finish(job, job.ended("failed", "sandbox pool is closed"))
+        self._tickets_out.close()  # a worker exits once its run is done and the socket is empty
+        self._wake()
+        self._reactor.join(CLOSE_WAIT_S)
+        self._shutdown_now()
 
     def __enter__(self) -> "SandboxPool":
         return self
@@ -155,204 +182,320 @@ class SandboxPool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- dispatch -------------------------------------------------------------
+    # --- jobs -----------------------------------------------------------------
 
-    def _call(self, request: bytes, caps: Capabilities | None, timeout_ms: int, answer: str) -> Any:
-        for attempt in range(self.size + 1):
-            try:
-                return self._call_once(request, caps, timeout_ms, answer)
-            except _Lost as lost:
-                # A worker that died while idle never saw the job: try another.
-                if lost.reason != "gone" or attempt == self.size:
-                    raise
-        raise AssertionError("unreachable")
+    def _wait_for(self, kind: str, source: str, event: dict | None, limits: Limits,
+                  caps: Capabilities | None) -> Any:
+        answered = threading.Event()
+        box: list[Any] = []
 
-    def _call_once(self, request: bytes, caps: Capabilities | None, timeout_ms: int,
-                   answer: str) -> Any:
-        worker = self._checkout()
-        recycle: str | None = "interrupted"  # unless the exchange ends normally
-        try:
-            kind, value = self._exchange(worker, request, caps, timeout_ms / 1000 + GRACE_S)
-            if kind != answer:
-                raise ValueError(kind)
-            reply = result_from(value) if kind == "done" else _problem_from(value)
-            recycle = reply.status if isinstance(reply, RunResult) and reply.status in RECYCLE_AFTER \
-                else None
-            return reply
-        except _Lost as lost:
-            recycle = lost.reason
-            raise
-        except (EOFError, OSError):
-            recycle = "died"
-            raise _Lost("died") from None
-        except (ValueError, TypeError, KeyError, IndexError):  # not JSON, or not the expected shape
-            recycle = "malformed"
-            raise _Lost("malformed") from None
-        finally:
-            self._checkin(worker, recycle)
+        def done(result: Any) -> None:
+            box.append(result)
+            answered.set()
 
-    def _exchange(self, worker: _Worker, request: bytes, caps: Capabilities | None,
-                  budget: float) -> list:
-        """Send one request; serve capability calls until the worker answers.
+        self._enqueue(kind, source, event, limits, caps, done)
+        answered.wait()
+        return box[0]
 
-        ``budget`` is wall time, capability calls included, as for the guest's
-        own deadline; so a worker cannot keep this thread serving it forever.
-        """
-        conn = worker.conn
-        try:
-            conn.send_bytes(request)
-        except OSError:
-            raise _Lost("gone") from None
-        deadline = time.monotonic() + budget
-        while True:
-            if not worker.wait(deadline - time.monotonic()):
-                raise _Lost("hung")
-            message = json.loads(conn.recv_bytes(MAX_MESSAGE))
-            if message[0] != "cap":
-                return message
-            _, method, args = message
-            conn.send_bytes(_serve_capability(caps, method, args))
-
-    def _checkout(self) -> _Worker:
-        with self._cond:
-            while not self._idle and not self._closed:
-                self._cond.wait()
+    def _enqueue(self, kind: str, source: str, event: dict | None, limits: Limits,
+                 caps: Capabilities | None, done: Callable[[Any], None]) -> None:
+        with self._lock:
             if self._closed:
                 raise RuntimeError("sandbox pool is closed")
-            worker = self._idle.pop()
-            self._busy.add(worker)
-            return worker
+            job = _Job(next(self._ids), kind, source, event, limits, caps, done)
+            self._jobs[job.id] = job
+            self._waiting.append(job)
+            self._fill()  # from this thread: the reactor need not wake to hand it out
 
-    def _checkin(self, worker: _Worker, recycle: str | None) -> None:
-        worker.runs += 1
-        if recycle is None and worker.runs >= self.max_runs_per_worker:
-            recycle = "max_runs"
-        with self._cond:
-            self._busy.discard(worker)
-            if self._closed:
-                recycle = "closed"
-            elif recycle is None:
-                self._idle.append(worker)
-                self._cond.notify()
+    def _fill(self) -> None:
+        """(Holding the lock.) Ticket waiting jobs while fewer than ``size`` tickets wait."""
+        while self._waiting and self._ticketed < 3 * self.size:
+            job = self._waiting[0]
+            try:
+                self._tickets_out.send(ticket(job.id, job.kind, self._token(job.source), job.limits,
+                                              job.event))
+            except (BlockingIOError, OSError):
+                return  # the socket is full (or closing): the next start or submit tries again
+            self._waiting.popleft().state = "ticketed"
+            self._ticketed += 1
+
+    def _token(self, source: str) -> int:
+        token = self._tokens.get(source)
+        if token is None:
+            token = self._tokens[source] = next(self._token_ids)
+            if len(self._tokens) > SOURCE_TOKENS:
+                self._tokens.popitem(last=False)
+        else:
+            self._tokens.move_to_end(source)
+        return token
+
+    def _take_back_tickets(self) -> list[_Job]:
+        """(Holding the lock, closing.) Empty the socket; the jobs its tickets named."""
+        jobs = []
+        while True:
+            try:
+                data = self._tickets_in.recv(64 * 1024, socket.MSG_DONTWAIT)
+            except (BlockingIOError, OSError):
+                return jobs
+            job = self._jobs.pop(TICKET_HEAD.unpack_from(data)[0], None)
+            self._ticketed -= 1
+            if job is not None:
+                jobs.append(job)
+
+    def _finish(self, job: _Job, result: Any) -> None:
+        with self._lock:
+            self._jobs.pop(job.id, None)
+        try:
+            job.done(result)
+        except Exception:
+            log.exception("sandbox.callback_failed")
+
+    # --- the reactor ------------------------------------------------------------
+
+    def _react(self) -> None:
+        while True:
+            for fd, _ in self._poller.poll(self._poll_ms()):
+                if fd == self._wake_r:
+                    _drain_pipe(self._wake_r)
+                elif fd in self._workers:
+                    self._read(self._workers[fd])
+            self._adopt()
+            now = time.monotonic()
+            self._watch(now)
+            with self._lock:
+                self._fill()
+                if self._closed and not self._workers and not self._arrivals:
+                    return
+
+    def _poll_ms(self) -> int:
+        deadlines = [w.started + _job_timeout(self._jobs.get(w.current)) for w in self._workers.values()
+                     if w.current is not None]
+        soonest = min(deadlines, default=time.monotonic() + 1.0)
+        return max(0, min(1000, math.ceil((soonest - time.monotonic()) * 1000)))
+
+    def _read(self, worker: Worker) -> None:
+        """Handle what the worker has written so far (a bounded number of messages)."""
+        for _ in range(64):
+            try:
+                message = json.loads(worker.conn.recv_bytes(MAX_MESSAGE))
+                self._handle(worker, message)
+            except (EOFError, OSError):
+                self._lose(worker, "died")
                 return
-        self._in_background(self._replace, worker, recycle)
+            except (ValueError, TypeError, KeyError, IndexError):  # not JSON, or not the expected shape
+                worker.process.kill()
+                self._lose(worker, "malformed")
+                return
+            if worker.fd not in self._workers or not worker.poller.poll(0):
+                return
+
+    def _handle(self, worker: Worker, message: list) -> None:
+        kind, job_id = message[0], message[1] if len(message) > 1 else None
+        if kind == "bye":
+            worker.retiring = str(message[1])
+            return
+        with self._lock:
+            job = self._jobs.get(job_id)
+        if kind == "start":
+            if worker.current is not None or not isinstance(job_id, int):
+                raise ValueError("start while running")
+            worker.current, worker.started = job_id, time.monotonic()
+            with self._lock:
+                self._ticketed -= 1
+                if job is not None:
+                    job.state = "started"
+                self._fill()
+            return
+        if job_id != worker.current:
+            raise ValueError("a message for a job this worker is not running")
+        if kind in ("done", "checked"):
+            worker.current = None
+            worker.runs += 1
+            if job is not None:
+                if kind != ("done" if job.kind == "run" else "checked"):
+                    raise ValueError(kind)
+                self._finish(job, result_from(message[2]) if kind == "done" else _problem_from(message[2]))
+        elif kind == "fetch":
+            reply = ["v", [job.source, job.event, vars(job.limits)]] if job is not None else ["x", "gone"]
+            worker.conn.send_bytes(dump(reply))
+        elif kind == "cap":
+            method, args = message[2], message[3]
+            caps = job.caps if job is not None else None
+            self._caps.submit(answer_capability, worker.conn, caps, method, args)
+        else:
+            raise ValueError(kind)
+
+    def _watch(self, now: float) -> None:
+        """Kill workers past their run's deadline; fail tickets a dead worker took and never started."""
+        for worker in list(self._workers.values()):
+            if worker.current is not None and now > worker.started + _job_timeout(self._jobs.get(worker.current)):
+                worker.process.kill()
+                self._lose(worker, "hung")
+        if self._lost_idle_at is not None and now - self._lost_idle_at > LOST_TICKET_S:
+            self._fail_lost_tickets()
+
+    def _fail_lost_tickets(self) -> None:
+        """A worker died between taking a ticket and saying so: that ticket's job never ends by itself.
+
+        Once the socket is empty and every live worker has had ``LOST_TICKET_S`` to say
+        which job it took, ticketed jobs that no worker started are lost: they end
+        ``failed`` (never run again: a stalled worker might still run them).
+        """
+        if select.select([self._tickets_in], [], [], 0)[0]:
+            return  # tickets still wait: look again later
+        with self._lock:
+            lost = [job for job in self._jobs.values() if job.state == "ticketed"]
+            for job in lost:
+                self._jobs.pop(job.id)
+            self._ticketed = 0
+            self._lost_idle_at = None
+        for job in lost:
+            self._finish(job, job.ended("failed", "sandbox worker died"))
+
+    def _lose(self, worker: Worker, why: str) -> None:
+        """The worker is gone (or going): fail its run, if any, and start a replacement."""
+        if self._workers.pop(worker.fd, None) is None:
+            return
+        self._poller.unregister(worker.fd)
+        reason = "closed" if self._closed else why if worker.retiring is None or why != "died" else worker.retiring
+        if worker.current is not None:
+            with self._lock:
+                job = self._jobs.get(worker.current)
+            if job is not None:
+                elapsed = int((time.monotonic() - worker.started) * 1000)
+                self._finish(job, job.ended("timed_out", f"timed out after {job.limits.timeout_ms} ms", elapsed)
+                             if why == "hung" else job.ended("failed", "sandbox worker died", elapsed))
+        elif worker.retiring is None:
+            self._lost_idle_at = time.monotonic()  # it may have taken a ticket without saying so
+        self._in_background(self._replace, worker, reason)
+
+    def _adopt(self) -> None:
+        with self._lock:
+            arrivals, self._arrivals = self._arrivals, []
+        for worker in arrivals:
+            self._workers[worker.fd] = worker
+            self._poller.register(worker.fd, select.POLLIN)
+            if worker.poller.poll(0):
+                self._read(worker)
+
+    def _wake(self) -> None:
+        try:
+            os.write(self._wake_w, b"\0")
+        except (BlockingIOError, OSError):
+            pass  # already awake (the pipe is full) or closed
 
     # --- worker lifecycle -----------------------------------------------------
 
     def _start_all(self) -> None:
-        starting: list[_Worker] = []
+        starting: list[Worker] = []
         try:
-            if not _engine_cache_filled(self._cache_dir):
+            if not _engine.cached_image(self._cache_dir).exists():
                 # One worker compiles and fills the cache; the rest then load it.
-                starting.append(self._start())
-                self._add(self._await_ready(starting[0]))
+                starting.append(await_ready(self._spawn()))
+            ready = len(starting)
             while len(starting) < self.size:
-                starting.append(self._start())
-            for worker in starting[len(self._idle):]:
-                self._add(self._await_ready(worker))
+                starting.append(self._spawn())
+            for worker in starting[ready:]:
+                await_ready(worker)
         except BaseException:
             for worker in starting:
-                _retire(worker, "start failed")
+                retire(worker, "start failed")
             raise
+        for worker in starting:
+            self._workers[worker.fd] = worker
+            self._poller.register(worker.fd, select.POLLIN)
 
-    def _start(self) -> _Worker:
-        parent, child = self._ctx.Pipe(duplex=True)
-        process = self._ctx.Process(target=_poolworker.main, args=(child, str(self._cache_dir)),
-                                    name="almanac-sandbox-worker", daemon=True)
-        process.start()
-        child.close()  # so that our end sees EOF when the worker dies
-        return _Worker(process, parent)
+    def _spawn(self) -> Worker:
+        return spawn(self._ctx, self._tickets_in, self._cache_dir, self.max_runs_per_worker)
 
-    def _await_ready(self, worker: _Worker) -> _Worker:
-        try:
-            if worker.wait(START_TIMEOUT_S) and json.loads(worker.conn.recv_bytes(64)) == ["ready"]:
-                return worker
-        except (EOFError, OSError, ValueError):
-            pass
-        _retire(worker, "start failed")
-        raise RuntimeError(f"sandbox worker did not start (exit code {worker.exitcode})")
-
-    def _add(self, worker: _Worker) -> None:
-        with self._cond:
-            if not self._closed:
-                self._idle.append(worker)
-                self._cond.notify()
-                return
-        _retire(worker, "closed")
-
-    def _replace(self, old: _Worker, why: str) -> None:
-        _retire(old, why)
+    def _replace(self, old: Worker, why: str) -> None:
+        retire(old, why)
         delay = 0.1
         while not self._closed:
             try:
-                self._add(self._await_ready(self._start()))
-                return
+                worker = await_ready(self._spawn())
             except Exception:
                 log.exception("sandbox.worker_start_failed")
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
+                continue
+            with self._lock:
+                if not self._closed:
+                    self._arrivals.append(worker)
+                    worker = None
+            if worker is not None:
+                retire(worker, "closed")
+            self._wake()
+            return
 
     def _in_background(self, target: Callable[..., None], *args: Any) -> None:
         def body() -> None:
             try:
                 target(*args)
             finally:
-                with self._cond:
+                with self._lock:
                     self._background.discard(thread)
 
-        thread = threading.Thread(target=body, name="almanac-sandbox-pool", daemon=True)
-        with self._cond:
+        thread = threading.Thread(target=body, name="almanac-sandbox-pool-start", daemon=True)
+        with self._lock:
             self._background.add(thread)
         thread.start()
 
+    def _shutdown_now(self) -> None:
+        """Kill what is left (after ``close``'s wait, or a failed start) and release everything."""
+        self._closed = True
+        for worker in [*self._workers.values(), *self._arrivals]:
+            worker.process.kill()
+        if self._reactor.is_alive():
+            self._reactor.join(JOIN_S)
+        for worker in [*self._workers.values(), *self._arrivals]:
+            self._workers.pop(worker.fd, None)
+            retire(worker, "closed")
+        self._arrivals.clear()
+        with self._lock:
+            left = list(self._jobs.values())
+            self._jobs.clear()
+            background = list(self._background)
+        for job in left:
+            self._finish(job, job.ended("failed", "sandbox pool is closed"))
+        for thread in background:
+            thread.join(JOIN_S)
+        self._caps.shutdown(wait=True)
+        for end in (self._tickets_out, self._tickets_in):
+            end.close()
+        for fd in (self._wake_r, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self._own_cache:
+            shutil.rmtree(self._cache_dir, ignore_errors=True)
 
-def _retire(worker: _Worker, why: str) -> None:
-    """Close the pipe (a live worker exits on EOF); kill it if it lingers."""
-    if worker.retired:
-        return
-    worker.retired = True
-    worker.conn.close()
-    worker.process.join(0.5)
-    if worker.process.exitcode is None:
-        worker.process.kill()
-        worker.process.join()
-    worker.exitcode = worker.process.exitcode
-    fields = {"pid": worker.process.pid, "exitcode": worker.exitcode, "runs": worker.runs,
-              "reason": why}
-    if why in ("gone", "died", "hung", "malformed", "interrupted", "start failed"):
-        log.warning("sandbox.worker_lost", extra=fields)
-    else:
-        log.info("sandbox.worker_retired", extra=fields)
-    worker.process.close()
+
+_open_pools: "weakref.WeakSet[SandboxPool]" = weakref.WeakSet()
 
 
-def _engine_cache_filled(cache_dir: Path) -> bool:
-    return _engine.cached_image(cache_dir).exists()
+@atexit.register
+def _close_open_pools() -> None:
+    # Before multiprocessing's own exit handler (registered earlier, so run later) terminates
+    # the workers: the reactor would otherwise see them die and start replacements.
+    for pool in list(_open_pools):
+        pool.close()
 
 
-def _serve_capability(caps: Capabilities | None, method: Any, args: Any) -> bytes:
-    """Execute one of the worker's capability calls here, on the caller's ``caps``."""
-    if caps is None or method not in CAP_METHODS or not isinstance(args, list):
-        return dump(["x", "malformed request"])
+def _job_timeout(job: _Job | None) -> float:
+    return (job.limits.timeout_ms / 1000 if job is not None else 0.0) + GRACE_S
+
+
+def _drain_pipe(fd: int) -> None:
     try:
-        value = getattr(caps, method)(*args)
-    except CapabilityError as exc:
-        return dump(["e", str(exc) or "capability error"])
-    except Exception:  # a platform bug: the script only learns that the call failed
-        log.exception("sandbox.capability_failed", extra={"op": method})
-        return dump(["x", "failed"])
-    try:
-        return dump(["v", value])
-    except (TypeError, ValueError):
-        log.error("sandbox.capability_not_json", extra={"op": method})
-        return dump(["x", "not JSON"])
+        while os.read(fd, 4096):
+            pass
+    except (BlockingIOError, OSError):
+        pass
 
 
 def _problem_from(value: Any) -> SyntaxProblem | None:
     if value is None:
         return None
     return SyntaxProblem(str(value["message"]), int(value["line"]), int(value["column"]))
-
-
-def _ended(status: str, error: str, duration: int) -> RunResult:
-    return RunResult(status, None, error, None, None, "", duration)

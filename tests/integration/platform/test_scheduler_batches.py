@@ -226,3 +226,48 @@ def test_the_recorder_gathers_runs_that_finish_close_together_into_few_transacti
     _run_until(scheduler, lambda: len(world.runs(status="succeeded")) >= 40)
     assert sum(transactions) == 40
     assert len(transactions) <= 10, transactions  # one per finished run without the recorder's linger
+
+
+def test_a_runner_with_submit_is_called_back_and_never_has_more_than_workers_out(world: World) -> None:
+    """The sandbox pool's way: `submit` returns at once and calls back from its own thread.
+    The scheduler keeps at most `workers` runs out, starts the next from the callback,
+    and records a run the runner refused (it raised) as failed."""
+    import threading
+
+    script = world.add_script()
+    for i in range(30):
+        world.put_job(f"job-{i}", script, world.clock.now())
+    out, most = [0], [0]
+    lock = threading.Lock()
+
+    class Submitting:
+        def run(self, *args: object) -> object:
+            raise AssertionError("the scheduler must use submit")
+
+        def submit(self, source: str, event: dict, timeout_ms: int, memory_mb: int, caps: object,
+                   done: Callable[[object], None]) -> None:
+            if event["jobKey"] == "job-7":
+                raise RuntimeError("sandbox pool is closed")
+            with lock:
+                out[0] += 1
+                most[0] = max(most[0], out[0])
+
+            def finish() -> None:
+                with lock:
+                    out[0] -= 1
+                caps.kv_set(event["jobKey"], 1)  # type: ignore[attr-defined]
+                done(RunOutcome("succeeded", output=event["jobKey"]))
+
+            threading.Timer(0.01, finish).start()
+
+    from almanac.platform.runner import RunOutcome
+
+    scheduler = Scheduler(world.store, Submitting(), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
+                          workers=3, metrics=world.scheduler.metrics)
+    _run_until(scheduler, lambda: len(world.runs(status="succeeded")) >= 29 and len(world.runs(status="failed")) >= 1)
+    assert len(world.runs(status="succeeded")) == 29 and world.runs(status="running") == []
+    [refused] = world.runs(status="failed")
+    assert refused.job_key == "job-7" and "could not run the script: RuntimeError" in refused.error
+    assert 1 <= most[0] <= 3
+    assert world.store.kv_read(world.tenant, "job-3") == 1 and world.store.kv_read(world.tenant, "job-7") is None
+    assert scheduler._running == 0 and scheduler._inflight == 0 and scheduler._unrecorded == 0

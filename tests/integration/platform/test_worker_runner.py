@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import queue
 from datetime import datetime, timezone
 
 import pytest
 
 from almanac.platform.effects import RunEffects
+from almanac.platform.runner import RunOutcome
 from almanac.worker import SandboxRunner, sandbox_processes
 
 SCRIPT = """export default async function (event) {
@@ -23,7 +25,7 @@ def test_processes_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "0")
     assert sandbox_processes() == 0 and SandboxRunner(None).run_threads() is None
     monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "3")
-    assert sandbox_processes() == 3 and SandboxRunner(None).run_threads() == 9
+    assert sandbox_processes() == 3 and SandboxRunner(None).run_threads() == 12
     monkeypatch.delenv("ALMANAC_SANDBOX_PROCESSES")
     assert sandbox_processes() >= 1
 
@@ -42,6 +44,10 @@ def test_pool_and_in_process_runs_agree(processes: int, tmp_path) -> None:
         assert effects.events == [("seen", '{"seen":41}')]
         assert any(line.startswith("refused: ") for line in result.logs)
         assert runner.check_syntax("export default () => {") is not None
+        ended: "queue.Queue[RunOutcome]" = queue.Queue()  # submit: the scheduler's way
+        runner.submit("export default (e) => e.payload * 2", {"payload": 21}, 1000, 32, effects, ended.put)
+        outcome = ended.get(timeout=30)
+        assert isinstance(outcome, RunOutcome) and (outcome.status, outcome.output) == ("succeeded", 42)
     finally:
         runner.close()
 

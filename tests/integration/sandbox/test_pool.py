@@ -254,3 +254,67 @@ def test_a_pool_whose_workers_cannot_start_fails_to_construct(tmp_path):
     (tmp_path / "file").write_text("not a directory")
     with pytest.raises(RuntimeError, match="sandbox worker did not start"):
         SandboxPool(workers=2, cache_dir=tmp_path / "file" / "cache")
+
+
+def _collect(pool, count, source, event_of, limits=Limits()):
+    """Submit ``count`` runs at once; wait for every callback; results in submission order."""
+    results, done = [None] * count, threading.Event()
+    left = [count]
+    lock = threading.Lock()
+
+    def callback_for(i):
+        def callback(result):
+            results[i] = result
+            with lock:
+                left[0] -= 1
+                if left[0] == 0:
+                    done.set()
+        return callback
+
+    for i in range(count):
+        pool.submit(source, event_of(i), limits, NullCapabilities(), callback_for(i))
+    assert done.wait(60)
+    return results
+
+
+def test_submitted_runs_call_back_once_each_with_their_own_result(pool):
+    results = _collect(pool, 50, "export default (e) => e.i * 2", lambda i: {"i": i})
+    assert [(r.status, r.output) for r in results] == [("succeeded", i * 2) for i in range(50)]
+
+
+def test_a_slow_run_holds_up_no_other_run(pool):
+    """Pull dispatch: whichever worker is free takes the next ticket, so nothing queues behind a slow script."""
+    slow = threading.Event()
+    pool.submit("export default () => { for (;;) {} }", {}, Limits(timeout_ms=3000), NullCapabilities(),
+                lambda r: slow.set())
+    started = time.monotonic()
+    results = _collect(pool, 20, "export default (e) => e.i", lambda i: {"i": i})
+    assert [r.output for r in results] == list(range(20))
+    assert time.monotonic() - started < 2.5 and not slow.is_set()
+    assert slow.wait(10)
+
+
+def test_an_event_too_large_for_a_ticket_is_fetched_whole(pool):
+    big = "é" * 40_000  # over the ticket's size once JSON-escaped
+    r = pool.run("export default (e) => e.payload.length", {"payload": big}, Limits(), NullCapabilities())
+    assert (r.status, r.output) == ("succeeded", 40_000)
+
+
+def test_many_sources_through_the_same_workers_each_run_their_own(pool):
+    sources = [f"export default () => {i}" for i in range(150)]  # more than a worker keeps
+    got = [pool.run(src, {}, Limits(), NullCapabilities()).output for src in sources + sources[:5]]
+    assert got == list(range(150)) + list(range(5))
+
+
+def test_closing_ends_queued_runs_and_refuses_new_ones(cache_dir):
+    p = SandboxPool(workers=1, cache_dir=cache_dir)
+    ended = []
+    for _ in range(10):  # one runs, a few wait in the socket, the rest in the parent
+        p.submit("export default () => { const t = Date.now(); while (Date.now() - t < 200) {} }", {},
+                 Limits(timeout_ms=1000), NullCapabilities(), ended.append)
+    p.close()
+    assert len(ended) == 10
+    assert {r.error for r in ended if r.status != "succeeded"} <= {"sandbox pool is closed"}
+    assert sum(r.status == "succeeded" for r in ended) <= 2
+    with pytest.raises(RuntimeError):
+        p.submit("export default () => 1", {}, Limits(), NullCapabilities(), ended.append)

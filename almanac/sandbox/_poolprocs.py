@@ -1,0 +1,105 @@
+"""The parent's side of the pool's worker processes: start one, wait until it is ready,
+answer its capability calls, retire it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import select
+from pathlib import Path
+from typing import Any
+
+from . import _poolworker
+from ._poolworker import CAP_METHODS, dump
+from .capabilities import Capabilities, CapabilityError
+
+log = logging.getLogger("almanac.sandbox")
+
+START_TIMEOUT_S = 60.0
+
+
+class Worker:
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process = process  # multiprocessing.Process
+        self.conn = conn  # multiprocessing.connection.Connection
+        self.fd = conn.fileno()
+        self.current: int | None = None  # the job it said it started and has not finished
+        self.started = 0.0
+        self.retiring: str | None = None  # it said it exits after its run, and why
+        self.runs = 0
+        self.retired = False
+        self.exitcode: int | None = None
+        # Connection.poll builds a selector per call; a poll object is ~10x cheaper.
+        self.poller = select.poll()
+        self.poller.register(self.fd, select.POLLIN)
+
+    def wait(self, seconds: float) -> bool:
+        """True once a message (or EOF) is readable, False after ``seconds``."""
+        return bool(self.poller.poll(max(0, math.ceil(seconds * 1000))))
+
+
+def spawn(ctx: Any, tickets: Any, cache_dir: Path, max_runs: int) -> Worker:
+    """Start a worker process on the shared ticket socket; it is ready once ``await_ready`` says so."""
+    parent, child = ctx.Pipe(duplex=True)
+    process = ctx.Process(target=_poolworker.main, args=(tickets, child, str(cache_dir), max_runs),
+                          name="almanac-sandbox-worker", daemon=True)
+    process.start()
+    child.close()  # so that our end sees EOF when the worker dies
+    return Worker(process, parent)
+
+
+def await_ready(worker: Worker) -> Worker:
+    """The worker once it said ``ready``; RuntimeError (and the worker retired) if it did not."""
+    try:
+        if worker.wait(START_TIMEOUT_S) and json.loads(worker.conn.recv_bytes(64)) == ["ready"]:
+            return worker
+    except (EOFError, OSError, ValueError):
+        pass
+    retire(worker, "start failed")
+    raise RuntimeError(f"sandbox worker did not start (exit code {worker.exitcode})")
+
+
+def retire(worker: Worker, why: str) -> None:
+    """Close the pipe; kill the worker if it lingers."""
+    if worker.retired:
+        return
+    worker.retired = True
+    worker.conn.close()
+    worker.process.join(0.5)
+    if worker.process.exitcode is None:
+        worker.process.kill()
+        worker.process.join()
+    worker.exitcode = worker.process.exitcode
+    fields = {"pid": worker.process.pid, "exitcode": worker.exitcode, "runs": worker.runs,
+              "reason": why}
+    if why in ("died", "hung", "malformed", "start failed"):
+        log.warning("sandbox.worker_lost", extra=fields)
+    else:
+        log.info("sandbox.worker_retired", extra=fields)
+    worker.process.close()
+
+
+def answer_capability(conn: Any, caps: Capabilities | None, method: Any, args: Any) -> None:
+    try:
+        conn.send_bytes(serve_capability(caps, method, args))
+    except (OSError, ValueError):
+        pass  # the worker is gone; the reactor sees its pipe close
+
+
+def serve_capability(caps: Capabilities | None, method: Any, args: Any) -> bytes:
+    """Execute one of the worker's capability calls here, on the caller's ``caps``."""
+    if caps is None or method not in CAP_METHODS or not isinstance(args, list):
+        return dump(["x", "malformed request"])
+    try:
+        value = getattr(caps, method)(*args)
+    except CapabilityError as exc:
+        return dump(["e", str(exc) or "capability error"])
+    except Exception:  # a platform bug: the script only learns that the call failed
+        log.exception("sandbox.capability_failed", extra={"op": method})
+        return dump(["x", "failed"])
+    try:
+        return dump(["v", value])
+    except (TypeError, ValueError):
+        log.error("sandbox.capability_not_json", extra={"op": method})
+        return dump(["x", "not JSON"])
