@@ -20,12 +20,11 @@ START_TIMEOUT_S = 60.0
 
 
 class Worker:
-    def __init__(self, process: Any, conn: Any) -> None:
+    def __init__(self, process: Any, conn: Any, slot: Any) -> None:
         self.process = process  # multiprocessing.Process
         self.conn = conn  # multiprocessing.connection.Connection
         self.fd = conn.fileno()
-        self.current: int | None = None  # the job it said it started and has not finished
-        self.started = 0.0
+        self.slot = slot  # shared [job id, start in monotonic ns], written by the worker
         self.retiring: str | None = None  # it said it exits after its run, and why
         self.runs = 0
         self.retired = False
@@ -33,6 +32,18 @@ class Worker:
         # Connection.poll builds a selector per call; a poll object is ~10x cheaper.
         self.poller = select.poll()
         self.poller.register(self.fd, select.POLLIN)
+
+    def running(self) -> tuple[int, float]:
+        """(job id, its start in ``time.monotonic()`` seconds), or (0, 0.0) when idle.
+
+        The worker writes start 0, then the id, then the start (and start 0, id 0 when done):
+        a start read twice unchanged, and not 0, belongs to the id read between them.
+        """
+        for _ in range(100):
+            started, job_id, again = self.slot[1], self.slot[0], self.slot[1]
+            if started == again:
+                return (job_id, started / 1e9) if started and job_id else (0, 0.0)
+        return 0, 0.0  # (it changed a hundred times while we looked: it is certainly not hung)
 
     def wait(self, seconds: float) -> bool:
         """True once a message (or EOF) is readable, False after ``seconds``."""
@@ -42,11 +53,12 @@ class Worker:
 def spawn(ctx: Any, tickets: Any, cache_dir: Path, max_runs: int) -> Worker:
     """Start a worker process on the shared ticket socket; it is ready once ``await_ready`` says so."""
     parent, child = ctx.Pipe(duplex=True)
-    process = ctx.Process(target=_poolworker.main, args=(tickets, child, str(cache_dir), max_runs),
+    slot = ctx.RawArray("q", 2)
+    process = ctx.Process(target=_poolworker.main, args=(tickets, child, slot, str(cache_dir), max_runs),
                           name="almanac-sandbox-worker", daemon=True)
     process.start()
     child.close()  # so that our end sees EOF when the worker dies
-    return Worker(process, parent)
+    return Worker(process, parent, slot)
 
 
 def await_ready(worker: Worker) -> Worker:

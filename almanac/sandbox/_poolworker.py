@@ -11,13 +11,18 @@ large to carry the event ("thin": limits and event are null).
 On its own pipe (JSON arrays sent with ``send_bytes``, never pickle, so the
 parent never unpickles anything a worker wrote):
 
-worker -> parent   ``["ready"]`` once; then per ticket ``["start", id]``, any
-                   number of ``["fetch", id]`` and ``["cap", id, method, args]``,
+worker -> parent   ``["ready"]`` once; then per ticket any number of
+                   ``["fetch", id]`` and ``["cap", id, method, args]``,
                    and exactly one ``["done", id, result]`` |
                    ``["checked", id, problem or null]``; before it exits on
                    its own, ``["bye", reason]``
 parent -> worker   ``["v", value]`` | ``["e", message]`` | ``["x", message]``
                    (the answer to a fetch or a capability call)
+
+Which job a worker runs, and since when, it writes into its own shared-memory
+``slot`` ([id, start in monotonic ns]; see ``_poolprocs.Worker.running``), not
+into a message: the parent reads it to enforce deadlines and to know which
+run a dead worker took with it.
 
 A capability call blocks the guest until the parent answers, exactly as the
 in-process bridge does; the parent executes it on the caller's ``caps``, so
@@ -33,6 +38,7 @@ import json
 import logging
 import signal
 import struct
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -89,7 +95,7 @@ def ticket(job_id: int, kind: str, token: int, limits: Any, event: dict | None) 
     return TICKET_HEAD.pack(job_id) + body
 
 
-def main(tickets: Any, conn: Any, cache_dir: str, max_runs: int) -> None:
+def main(tickets: Any, conn: Any, slot: Any, cache_dir: str, max_runs: int) -> None:
     """Entry point of a worker process (the pool's ``Process`` target)."""
     # Ctrl-C reaches the whole process group; the parent decides when we stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -101,12 +107,12 @@ def main(tickets: Any, conn: Any, cache_dir: str, max_runs: int) -> None:
     tickets.setblocking(True)
     with Sandbox(Path(cache_dir)) as box:
         try:
-            _serve_tickets(box, tickets, conn, max_runs)
+            _serve_tickets(box, tickets, conn, slot, max_runs)
         except (EOFError, OSError):
             return  # the parent closed our pipe (or is gone)
 
 
-def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, max_runs: int) -> None:
+def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: int) -> None:
     caps = ParentCaps(conn)
     sources: OrderedDict[int, str] = OrderedDict()
     conn.send_bytes(dump(["ready"]))
@@ -116,13 +122,17 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, max_runs: int) -> None
             conn.send_bytes(dump(["bye", "closed"]))
             return
         caps.job = job_id = TICKET_HEAD.unpack_from(data)[0]
-        conn.send_bytes(dump(["start", job_id]))
+        slot[1] = 0  # the order matters: see _poolprocs.Worker.running
+        slot[0] = job_id
+        slot[1] = time.monotonic_ns()
         kind, token, limits, event = json.loads(data[TICKET_HEAD.size:])
         source = sources.get(token)
         if source is None or limits is None:
             try:
                 source, event, limits = ask(conn, ["fetch", job_id])
             except HostFailure:  # the parent has given up on this job (its pool is closing)
+                slot[1] = 0
+                slot[0] = 0
                 conn.send_bytes(dump(["done" if kind == "run" else "checked", job_id, None]))
                 continue
             sources[token] = source
@@ -131,6 +141,8 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, max_runs: int) -> None
         else:
             sources.move_to_end(token)
         reply, status = _serve(box, caps, job_id, kind, source, event, limits)
+        slot[1] = 0
+        slot[0] = 0
         conn.send_bytes(dump(reply))
         if status in RECYCLE_AFTER:
             conn.send_bytes(dump(["bye", status]))

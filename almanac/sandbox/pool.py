@@ -10,10 +10,12 @@ so threads cannot use two cores; processes can.
   "tickets" into one shared ``SOCK_SEQPACKET`` socket, and whichever worker is
   free takes the next one (each ``recv`` is one whole ticket).  A worker never
   waits for the parent between runs, and a slow script holds up only its own
-  worker: nothing is queued behind it.  At most ``size`` tickets wait in the
-  socket; the rest of the jobs wait in the parent.
-* One reactor thread reads every worker's pipe: ``start`` (the worker took a
-  ticket), ``done``, and the worker's capability calls, which are executed on
+  worker: nothing is queued behind it.  At most ``3 * size`` tickets wait in
+  the socket; the rest of the jobs wait in the parent.  Which job a worker is
+  running, and since when, it writes into a slot of shared memory, so taking a
+  ticket costs no message.
+* One reactor thread reads every worker's pipe: ``done``, and the worker's
+  capability calls, which are executed on
   the caller's ``caps`` by a small thread pool, so ``caps`` never leaves this
   process and a slow capability call does not stall the other workers.
   Messages are small JSON, never pickle; a script's source crosses once per
@@ -73,7 +75,8 @@ log = logging.getLogger("almanac.sandbox")
 GRACE_S = 2.0  # past a run's own deadline before the parent kills its worker
 JOIN_S = 60.0
 CLOSE_WAIT_S = 5.0  # close() lets runs in flight finish this long, then kills their workers
-LOST_TICKET_S = 2.0  # after a worker died idle: how long its taken-but-unstarted tickets are given
+LOST_TICKET_S = 2.0
+WATCH_MS = 100  # how often the reactor looks at the workers' slots while runs are out  # after a worker died idle: how long its taken-but-unstarted tickets are given
 MAX_MESSAGE = 64 * 1024 * 1024
 SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
 
@@ -111,7 +114,7 @@ class SandboxPool:
         self._lock = threading.Lock()
         self._jobs: dict[int, _Job] = {}
         self._waiting: deque[_Job] = deque()  # not yet ticketed
-        self._ticketed = 0  # tickets in the socket that no worker has started
+        self._out = 0  # ticketed jobs not yet ended: running, or waiting in the socket
         self._ids = itertools.count(1)
         self._tokens: OrderedDict[str, int] = OrderedDict()
         self._token_ids = itertools.count(1)
@@ -209,7 +212,7 @@ class SandboxPool:
 
     def _fill(self) -> None:
         """(Holding the lock.) Ticket waiting jobs while fewer than ``size`` tickets wait."""
-        while self._waiting and self._ticketed < 3 * self.size:
+        while self._waiting and self._out < 4 * self.size:
             job = self._waiting[0]
             try:
                 self._tickets_out.send(ticket(job.id, job.kind, self._token(job.source), job.limits,
@@ -217,7 +220,7 @@ class SandboxPool:
             except (BlockingIOError, OSError):
                 return  # the socket is full (or closing): the next start or submit tries again
             self._waiting.popleft().state = "ticketed"
-            self._ticketed += 1
+            self._out += 1
 
     def _token(self, source: str) -> int:
         token = self._tokens.get(source)
@@ -237,14 +240,16 @@ class SandboxPool:
                 data = self._tickets_in.recv(64 * 1024, socket.MSG_DONTWAIT)
             except (BlockingIOError, OSError):
                 return jobs
-            job = self._jobs.pop(TICKET_HEAD.unpack_from(data)[0], None)
-            self._ticketed -= 1
+            job = self._jobs.get(TICKET_HEAD.unpack_from(data)[0])
             if job is not None:
                 jobs.append(job)
 
     def _finish(self, job: _Job, result: Any) -> None:
         with self._lock:
-            self._jobs.pop(job.id, None)
+            if self._jobs.pop(job.id, None) is None:
+                return  # already ended (a done racing a failure)
+            if job.state == "ticketed":
+                self._out -= 1
         try:
             job.done(result)
         except Exception:
@@ -268,10 +273,8 @@ class SandboxPool:
                     return
 
     def _poll_ms(self) -> int:
-        deadlines = [w.started + _job_timeout(self._jobs.get(w.current)) for w in self._workers.values()
-                     if w.current is not None]
-        soonest = min(deadlines, default=time.monotonic() + 1.0)
-        return max(0, min(1000, math.ceil((soonest - time.monotonic()) * 1000)))
+        # Runs start without a message: while any is out, look at the workers' slots often.
+        return WATCH_MS if self._out else 1000
 
     def _read(self, worker: Worker) -> None:
         """Handle what the worker has written so far (a bounded number of messages)."""
@@ -290,32 +293,24 @@ class SandboxPool:
                 return
 
     def _handle(self, worker: Worker, message: list) -> None:
-        kind, job_id = message[0], message[1] if len(message) > 1 else None
+        kind, job_id = message[0], message[1]
         if kind == "bye":
-            worker.retiring = str(message[1])
+            worker.retiring = str(job_id)
             return
         with self._lock:
             job = self._jobs.get(job_id)
-        if kind == "start":
-            if worker.current is not None or not isinstance(job_id, int):
-                raise ValueError("start while running")
-            worker.current, worker.started = job_id, time.monotonic()
-            with self._lock:
-                self._ticketed -= 1
-                if job is not None:
-                    job.state = "started"
-                self._fill()
-            return
-        if job_id != worker.current:
-            raise ValueError("a message for a job this worker is not running")
         if kind in ("done", "checked"):
-            worker.current = None
             worker.runs += 1
             if job is not None:
-                if kind != ("done" if job.kind == "run" else "checked"):
+                if kind != ("done" if job.kind == "run" else "checked") or job.state != "ticketed":
                     raise ValueError(kind)
                 self._finish(job, result_from(message[2]) if kind == "done" else _problem_from(message[2]))
-        elif kind == "fetch":
+            with self._lock:
+                self._fill()
+            return
+        if job_id != worker.running()[0]:
+            raise ValueError("a request for a job this worker is not running")
+        if kind == "fetch":
             reply = ["v", [job.source, job.event, vars(job.limits)]] if job is not None else ["x", "gone"]
             worker.conn.send_bytes(dump(reply))
         elif kind == "cap":
@@ -328,7 +323,8 @@ class SandboxPool:
     def _watch(self, now: float) -> None:
         """Kill workers past their run's deadline; fail tickets a dead worker took and never started."""
         for worker in list(self._workers.values()):
-            if worker.current is not None and now > worker.started + _job_timeout(self._jobs.get(worker.current)):
+            job_id, started = worker.running()
+            if job_id and now > started + _job_timeout(self._jobs.get(job_id)):
                 worker.process.kill()
                 self._lose(worker, "hung")
         if self._lost_idle_at is not None and now - self._lost_idle_at > LOST_TICKET_S:
@@ -343,11 +339,9 @@ class SandboxPool:
         """
         if select.select([self._tickets_in], [], [], 0)[0]:
             return  # tickets still wait: look again later
+        running = {worker.running()[0] for worker in self._workers.values()}
         with self._lock:
-            lost = [job for job in self._jobs.values() if job.state == "ticketed"]
-            for job in lost:
-                self._jobs.pop(job.id)
-            self._ticketed = 0
+            lost = [job for job in self._jobs.values() if job.state == "ticketed" and job.id not in running]
             self._lost_idle_at = None
         for job in lost:
             self._finish(job, job.ended("failed", "sandbox worker died"))
@@ -358,11 +352,12 @@ class SandboxPool:
             return
         self._poller.unregister(worker.fd)
         reason = "closed" if self._closed else why if worker.retiring is None or why != "died" else worker.retiring
-        if worker.current is not None:
+        job_id, started = worker.running()
+        if job_id:
             with self._lock:
-                job = self._jobs.get(worker.current)
+                job = self._jobs.get(job_id)
             if job is not None:
-                elapsed = int((time.monotonic() - worker.started) * 1000)
+                elapsed = int((time.monotonic() - started) * 1000)
                 self._finish(job, job.ended("timed_out", f"timed out after {job.limits.timeout_ms} ms", elapsed)
                              if why == "hung" else job.ended("failed", "sandbox worker died", elapsed))
         elif worker.retiring is None:
@@ -454,7 +449,6 @@ class SandboxPool:
         self._arrivals.clear()
         with self._lock:
             left = list(self._jobs.values())
-            self._jobs.clear()
             background = list(self._background)
         for job in left:
             self._finish(job, job.ended("failed", "sandbox pool is closed"))
