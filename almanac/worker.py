@@ -95,10 +95,10 @@ class SandboxRunner:
     def run_threads(self) -> int | None:
         """Runs the timer should keep out at once to keep the pool's workers busy (None: its default).
 
-        One running per worker, and up to three tickets per worker waiting in the pool's
-        socket, so that a worker that finishes finds its next run there at once.
+        The pool tickets up to `TICKETS_PER_WORKER` (8) runs per worker, so that a worker that
+        finishes finds its next run at once; a few more wait in the pool, ready to be ticketed.
         """
-        return 4 * self.processes if self.processes > 0 else None
+        return 10 * self.processes if self.processes > 0 else None
 
     def start(self) -> None:
         """Start the pool's processes in the background (they take seconds); runs meanwhile go in-process."""

@@ -25,7 +25,7 @@ def test_processes_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "0")
     assert sandbox_processes() == 0 and SandboxRunner(None).run_threads() is None
     monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "3")
-    assert sandbox_processes() == 3 and SandboxRunner(None).run_threads() == 12
+    assert sandbox_processes() == 3 and SandboxRunner(None).run_threads() == 30
     monkeypatch.delenv("ALMANAC_SANDBOX_PROCESSES")
     assert sandbox_processes() >= 1
 
