@@ -158,7 +158,9 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None, runner_kind: 
         db.dispose()
     ended = Counter((r.status, r.error or r.reason) for r in done if r.status != "succeeded")
     if ended:
-        raise SystemExit(f"not every run succeeded: {ended.most_common(5)}")
+        first = next(r for r in done if r.status != "succeeded")
+        raise SystemExit(f"not every run succeeded: {ended.most_common(5)}; the first was scheduled for "
+                         f"{first.scheduled_for}, started {first.started_at}, finished {first.finished_at}")
     late = max(0.0, (started - due).total_seconds())
     lags = [(r.started_at - max(r.scheduled_for, started)).total_seconds() for r in done]
     drain = (max(r.finished_at for r in done) - max(due, started)).total_seconds()
