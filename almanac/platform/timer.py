@@ -87,6 +87,7 @@ class Scheduler:
         self._unrecorded = 0  # of those, finished: waiting for (or in) the recorder
         self._queued: deque[Claim] = deque()  # claimed, waiting for one of the `workers` places
         self._running = 0  # runs started and not yet ended
+        self._local = threading.local()  # `_start_queued` is running on this thread
         self._stopping = False
         self._thread: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None  # only for a runner without `submit`
@@ -227,14 +228,25 @@ class Scheduler:
     # -- one run ------------------------------------------------------------------------
 
     def _start_queued(self) -> None:
-        """Start queued claims while fewer than `workers` runs are out (any thread)."""
-        while True:
-            with self._cond:
-                if not self._queued or self._running >= self.workers:
-                    return
-                claim = self._queued.popleft()
-                self._running += 1
-            self._start(claim)
+        """Start queued claims while fewer than `workers` runs are out (any thread).
+
+        A run that ends at once (the runner refused it, or called back before returning)
+        calls this again from inside `_start`: that inner call returns at once and this
+        loop goes on, so a long queue of refusals is a loop, not a deep recursion.
+        """
+        if getattr(self._local, "starting", False):
+            return
+        self._local.starting = True
+        try:
+            while True:
+                with self._cond:
+                    if not self._queued or self._running >= self.workers:
+                        return
+                    claim = self._queued.popleft()
+                    self._running += 1
+                self._start(claim)
+        finally:
+            self._local.starting = False
 
     def _start(self, claim: Claim) -> None:
         started, effects, event, t0 = self._prepare(claim)

@@ -271,3 +271,22 @@ def test_a_runner_with_submit_is_called_back_and_never_has_more_than_workers_out
     assert 1 <= most[0] <= 3
     assert world.store.kv_read(world.tenant, "job-3") == 1 and world.store.kv_read(world.tenant, "job-7") is None
     assert scheduler._running == 0 and scheduler._inflight == 0 and scheduler._unrecorded == 0
+
+
+def test_a_runner_that_refuses_every_run_gets_each_recorded_failed_without_deep_recursion(world: World) -> None:
+    script = world.add_script()
+    for i in range(400):
+        world.put_job(f"job-{i}", script, world.clock.now())
+
+    class Closed:
+        def run(self, *args: object) -> object:
+            raise AssertionError("the scheduler must use submit")
+
+        def submit(self, *args: object) -> None:
+            raise RuntimeError("sandbox pool is closed")
+
+    # 40 places: one claim of all 400 (capacity 16 per place), each refused at once.
+    scheduler = Scheduler(world.store, Closed(), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
+                          workers=40, metrics=world.scheduler.metrics)
+    _run_until(scheduler, lambda: len(world.runs(status="failed")) >= 400)
+    assert len(world.runs(status="failed")) == 400 and world.runs(status="running") == []
