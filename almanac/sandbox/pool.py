@@ -354,8 +354,9 @@ class SandboxPool:
 
     def _lose(self, worker: Worker, why: str) -> None:
         """The worker is gone (or going): fail its run, if any, and start a replacement."""
-        if self._workers.pop(worker.fd, None) is None:
-            return
+        with self._lock:  # worker_pids() reads the dict from other threads
+            if self._workers.pop(worker.fd, None) is None:
+                return
         self._poller.unregister(worker.fd)
         reason = "closed" if self._closed else why if worker.retiring is None or why != "died" else worker.retiring
         job_id, started = worker.running()
@@ -373,8 +374,9 @@ class SandboxPool:
     def _adopt(self) -> None:
         with self._lock:
             arrivals, self._arrivals = self._arrivals, []
+            for worker in arrivals:
+                self._workers[worker.fd] = worker
         for worker in arrivals:
-            self._workers[worker.fd] = worker
             self._poller.register(worker.fd, select.POLLIN)
             if worker.poller.poll(0):
                 self._read(worker)
