@@ -25,7 +25,7 @@ from almanac.platform import effects as platform_effects
 from almanac.platform.clock import Clock, SystemClock
 from almanac.platform.notify import Listener, Notifier
 from almanac.platform.policies import LEASE_MARGIN_S
-from almanac.platform.runner import RunOutcome
+from almanac.platform.runner import RunOutcome, broken
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
 from almanac.platform.timer_leases import TenantLeases
@@ -164,10 +164,19 @@ class SandboxRunner:
 
         target = self._get()
         if not hasattr(target, "submit"):  # in-process: a thread waits on the run
-            self._threads().submit(lambda: done(self.run(source, event, timeout_ms, memory_mb, caps)))
+            self._threads().submit(self._run_then, done, source, event, timeout_ms, memory_mb, caps)
             return
         target.submit(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
                       _SandboxCaps(caps, CapabilityError), lambda result: done(_outcome_of(result)))
+
+    def _run_then(self, done: Callable[[RunOutcome], None], *args: Any) -> None:
+        """On a thread: run, then always call back (the scheduler counts the run out until then)."""
+        try:
+            outcome = self.run(*args)
+        except Exception as exc:
+            log.exception("worker.run_failed", extra={"event": "worker.run_failed"})
+            outcome = broken(exc)
+        done(outcome)
 
     def _threads(self) -> ThreadPoolExecutor:
         with self._lock:

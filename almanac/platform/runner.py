@@ -22,6 +22,11 @@ class RunOutcome:
     duration_ms: int = 0
 
 
+def broken(exc: Exception) -> RunOutcome:
+    """The outcome of a run the runner itself could not carry out: the run failed, the platform goes on."""
+    return RunOutcome("failed", error=f"the platform could not run the script: {type(exc).__name__}")
+
+
 class Runner(Protocol):
     def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
         """Run a script's default export on `event` within the limits; never raises for the script's faults."""

@@ -36,7 +36,7 @@ from typing import Any
 from almanac.platform.clock import Clock
 from almanac.platform.effects import RunEffects
 from almanac.platform.metrics import SchedulerMetrics, get_metrics
-from almanac.platform.runner import Runner, RunOutcome
+from almanac.platform.runner import Runner, RunOutcome, broken
 from almanac.platform.store import Claim, Outcome, Store
 
 log = logging.getLogger("almanac.scheduler")
@@ -411,9 +411,8 @@ class Scheduler:
 
 
 def _runner_broke(claim: Claim, exc: Exception) -> RunOutcome:
-    """The runner itself broke: the run failed, the platform goes on."""
     log.error("run.runner_failed", exc_info=exc, extra={"event": "run.runner_failed", "run_id": claim.run_id})
-    return RunOutcome("failed", error=f"the platform could not run the script: {type(exc).__name__}")
+    return broken(exc)
 
 
 def _outcome(result: Any, started: datetime, elapsed_s: float) -> Outcome:

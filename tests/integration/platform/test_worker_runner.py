@@ -62,3 +62,16 @@ def test_runs_go_in_process_while_the_pool_starts(tmp_path) -> None:
         assert runner.run("export default () => 8", {}, 1000, 32, None).output == 8
     finally:
         runner.close()
+
+
+def test_an_in_process_run_that_raises_still_calls_back_failed(tmp_path) -> None:
+    """The scheduler counts a submitted run out until `done` is called: a run the in-process
+    sandbox refuses (limits out of range) must still call back, or stop() would wait forever."""
+    runner = SandboxRunner(tmp_path / "cache", 0)
+    try:
+        ended: "queue.Queue[RunOutcome]" = queue.Queue()
+        runner.submit("export default () => 1", {}, 0, 32, None, ended.put)  # timeout_ms 0: refused
+        outcome = ended.get(timeout=30)
+        assert outcome.status == "failed" and "could not run the script: ValueError" in (outcome.error or "")
+    finally:
+        runner.close()
