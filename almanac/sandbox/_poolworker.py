@@ -122,17 +122,14 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: i
             conn.send_bytes(dump(["bye", "closed"]))
             return
         caps.job = job_id = TICKET_HEAD.unpack_from(data)[0]
-        slot[1] = 0  # the order matters: see _poolprocs.Worker.running
-        slot[0] = job_id
-        slot[1] = time.monotonic_ns()
+        _mark_running(slot, job_id)
         kind, token, limits, event = json.loads(data[TICKET_HEAD.size:])
         source = sources.get(token)
         if source is None or limits is None:
             try:
                 source, event, limits = ask(conn, ["fetch", job_id])
             except HostFailure:  # the parent has given up on this job (its pool is closing)
-                slot[1] = 0
-                slot[0] = 0
+                _mark_idle(slot)
                 conn.send_bytes(dump(["done" if kind == "run" else "checked", job_id, None]))
                 continue
             sources[token] = source
@@ -141,13 +138,26 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: i
         else:
             sources.move_to_end(token)
         reply, status = _serve(box, caps, job_id, kind, source, event, limits)
-        slot[1] = 0
-        slot[0] = 0
+        _mark_idle(slot)
         conn.send_bytes(dump(reply))
         if status in RECYCLE_AFTER:
             conn.send_bytes(dump(["bye", status]))
             return
     conn.send_bytes(dump(["bye", "max_runs"]))
+
+
+def _mark_running(slot: Any, job_id: int) -> None:
+    # Start 0 first, then the id, then the start: the parent's reader (_poolprocs.Worker.running)
+    # trusts an id only between two equal, non-zero reads of the start.
+    slot[1] = 0
+    slot[0] = job_id
+    slot[1] = time.monotonic_ns()
+
+
+def _mark_idle(slot: Any) -> None:
+    # Before the run's done is sent: once the parent has read it, the slot no longer names it.
+    slot[1] = 0
+    slot[0] = 0
 
 
 def _serve(box: Sandbox, caps: ParentCaps, job_id: int, kind: str, source: str, event: Any,

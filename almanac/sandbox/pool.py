@@ -94,7 +94,7 @@ class _Job:
                  caps: Capabilities | None, done: Callable[[Any], None]) -> None:
         self.id, self.kind, self.source, self.event = job_id, kind, source, event
         self.limits, self.caps, self.done = limits, caps, done
-        self.state = "waiting"  # -> "ticketed" (in the socket) -> "started" (a worker said so)
+        self.state = "waiting"  # -> "ticketed" (in the socket or running: its worker's slot says which)
 
     def ended(self, status: str, error: str, duration_ms: int = 0) -> Any:
         """What the caller gets when the sandbox, not the script, ended the job."""
@@ -217,14 +217,14 @@ class SandboxPool:
             self._fill()  # from this thread: the reactor need not wake to hand it out
 
     def _fill(self) -> None:
-        """(Holding the lock.) Ticket waiting jobs while fewer than ``size`` tickets wait."""
+        """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out."""
         while self._waiting and self._out < TICKETS_PER_WORKER * self.size:
             job = self._waiting[0]
             try:
                 self._tickets_out.send(ticket(job.id, job.kind, self._token(job.source), job.limits,
                                               job.event))
             except (BlockingIOError, OSError):
-                return  # the socket is full (or closing): the next start or submit tries again
+                return  # the socket is full (or closing): the next done or submit tries again
             self._waiting.popleft().state = "ticketed"
             self._out += 1
 
