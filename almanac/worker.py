@@ -92,7 +92,7 @@ class SandboxRunner:
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None  # in-process runs started by `submit`
 
-    def run_threads(self) -> int | None:
+    def runs_in_flight(self) -> int | None:
         """Runs the timer should keep out at once to keep the pool's workers busy (None: its default).
 
         The pool tickets up to `TICKETS_PER_WORKER` (8) runs per worker, so that a worker that
@@ -272,10 +272,10 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     db = Database(settings)
     store = SqlStore(db, lease_margin_s=_lease_margin())
     runner = runner or SandboxRunner(settings.var_dir / "cache")
-    threads = runner.run_threads() if hasattr(runner, "run_threads") else None
+    in_flight = runner.runs_in_flight() if hasattr(runner, "runs_in_flight") else None
     holder: list[Scheduler] = []
     leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug))
-    timer = Scheduler(store, runner, clock, leases.owned, workers=threads)
+    timer = Scheduler(store, runner, clock, leases.owned, workers=in_flight)
     holder.append(timer)
     # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work.
     dispatcher = Dispatcher(db, clock, settings, leases.owned)

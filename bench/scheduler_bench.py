@@ -21,7 +21,7 @@ time, and the "late start" column says by how much that happened.
 Almanac logs its JSON lines at info to a file in the bench's folder, as
 `almanac worker` logs them (so their cost is counted). `--runner noop` measures
 the scheduler alone: a Python no-op stands in for the sandbox (as in
-pg_scale_bench.py), with as many run threads as the sandbox rows use.
+pg_scale_bench.py), with as many run threads as the sandbox rows keep runs in flight.
 `--run-ms` makes each no-op run wait that long without using CPU, as a run
 thread waits on its sandbox process: runs then finish a few at a time, as with
 the sandbox, instead of whole batches at once.
@@ -59,7 +59,7 @@ class NoopRunner:
     def __init__(self, threads: int | None, run_ms: float = 0.0) -> None:
         self.threads, self.run_s = threads, run_ms / 1000
 
-    def run_threads(self) -> int | None:
+    def runs_in_flight(self) -> int | None:
         return self.threads
 
     def run(self, source: str, event: dict, timeout_ms: int, memory_mb: int, caps: object) -> object:
@@ -105,8 +105,8 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None, runner_kind: 
 
     log_to(var / "almanac.log")
     if runner_kind == "noop":
-        sandbox = SandboxRunner(None, processes)  # only for its thread count: the same as the sandbox rows'
-        runner = NoopRunner(sandbox.run_threads(), run_ms)
+        sandbox = SandboxRunner(None, processes)  # only for its runs in flight: as many threads
+        runner = NoopRunner(sandbox.runs_in_flight(), run_ms)
     else:
         runner = SandboxRunner(var / "cache", processes)
         runner.start()
@@ -136,7 +136,7 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None, runner_kind: 
         s.execute(update(O).where(O.c.job_id == bindparam("b_id")).values(
             scheduled_for=bindparam("b_at"), due_at=bindparam("b_at")),
             [{"b_id": i, "b_at": at} for i, at in zip(ids, times)])
-    scheduler = Scheduler(SqlStore(db), runner, SystemClock(), lambda: ["bench"], workers=runner.run_threads())
+    scheduler = Scheduler(SqlStore(db), runner, SystemClock(), lambda: ["bench"], workers=runner.runs_in_flight())
     started = datetime.now(timezone.utc)
     cpu0, own0 = time.process_time(), time.thread_time()
     scheduler.start()

@@ -23,9 +23,9 @@ SCRIPT = """export default async function (event) {
 
 def test_processes_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "0")
-    assert sandbox_processes() == 0 and SandboxRunner(None).run_threads() is None
+    assert sandbox_processes() == 0 and SandboxRunner(None).runs_in_flight() is None
     monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "3")
-    assert sandbox_processes() == 3 and SandboxRunner(None).run_threads() == 30
+    assert sandbox_processes() == 3 and SandboxRunner(None).runs_in_flight() == 30
     monkeypatch.delenv("ALMANAC_SANDBOX_PROCESSES")
     assert sandbox_processes() >= 1
 
