@@ -51,7 +51,14 @@ _caller_context = _proto("wasmtime_caller_context", c_void_p, c_void_p)
 _memory_data = _proto("wasmtime_memory_data", c_void_p, c_void_p, c_void_p)
 _memory_data_size = _proto("wasmtime_memory_data_size", c_size_t, c_void_p, c_void_p)
 _trap_new = _proto("wasmtime_trap_new", c_void_p, ctypes.c_char_p, c_size_t)
+_error_new = _proto("wasmtime_error_new", c_void_p, ctypes.c_char_p)
 _Callback = ctypes.CFUNCTYPE(c_size_t, c_void_p, c_void_p, c_void_p, c_size_t)
+# (context, data, *epoch_deadline_delta, *update_kind) -> wasmtime_error_t* or NULL
+_EpochCallback = ctypes.CFUNCTYPE(c_size_t, c_void_p, c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                                  ctypes.POINTER(ctypes.c_uint8))
+_set_epoch_callback = _proto("wasmtime_store_epoch_deadline_callback", None, c_void_p, _EpochCallback,
+                             c_void_p, c_void_p)
+UPDATE_DEADLINE_CONTINUE = 0
 _Finalizer = ctypes.CFUNCTYPE(None, c_void_p)
 _string_at, _memmove = ctypes.string_at, ctypes.memmove
 _I32 = ctypes.c_int32
@@ -129,6 +136,31 @@ def define(linker: wasmtime.Linker, module: str, name: str, params: str, has_res
         ctypes.cast(_no_finalizer, ctypes.CFUNCTYPE(None, c_void_p)))
     if error:
         raise wasmtime.WasmtimeError._from_ptr(error)
+
+
+def epoch_callback(stop_reason: Callable[[], str | None]) -> _EpochCallback:
+    """A store's epoch-deadline callback: ``stop_reason()`` is None to let the guest go on
+    until the epoch moves once more, or a message to stop it (an error, so a trap)."""
+
+    def callback(_context: int, _data: int, delta: object, kind: object) -> int:
+        try:
+            reason = stop_reason()
+        except BaseException as exc:  # a ctypes callback must not raise: stop the guest instead
+            reason = f"deadline check failed: {type(exc).__name__}"
+        if reason is None:
+            delta[0] = 1
+            kind[0] = UPDATE_DEADLINE_CONTINUE
+            return 0
+        return _error_new(reason.encode())
+
+    raw = _EpochCallback(callback)
+    _keep.append(raw)
+    return raw
+
+
+def on_epoch_deadline(store: wasmtime.Store, callback: _EpochCallback) -> None:
+    """Call ``callback`` (from ``epoch_callback``) whenever ``store`` reaches its epoch deadline."""
+    _set_epoch_callback(ctypes.cast(store.ptr(), c_void_p), callback, None, None)
 
 
 # --- calling into the instance -------------------------------------------------

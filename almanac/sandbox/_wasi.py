@@ -96,6 +96,11 @@ def _io() -> RunIO:
     return _current.io
 
 
+def current() -> RunIO | None:
+    """The calling thread's run, if any."""
+    return getattr(_current, "io", None)
+
+
 def _put(io: RunIO, ptr: int, fmt: str, *values) -> None:
     io.memory.write(ptr, struct.pack(fmt, *values))
 

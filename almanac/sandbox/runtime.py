@@ -6,8 +6,8 @@ bootstrap's ``__almanacRun`` with the job, drives the returned promise to
 completion, and reads the outcome back through the capability bridge.
 
 Caps, all enforced by the host:
-* time: epoch interruption (``_engine``) plus a host-side check in every
-  WASI call that could block, so no JavaScript can outlive its deadline;
+* time: epoch interruption (``_engine._Deadlines``) plus a host-side check in
+  every WASI call that could block, so no JavaScript can outlive its deadline;
 * memory: ``Store.set_limits(memory_size=...)`` caps linear memory (wasmtime
   refuses ``memory.grow``), and QuickJS's own heap limit sits under it so
   most overruns surface as a clean ``out of memory``;
@@ -105,14 +105,14 @@ class Sandbox:
                          started + limits.timeout_ms / 1000, limits.log_bytes, bridge.handle)
         with self._shared.slots:  # an instance slot of the pooling allocator
             store = wasmtime.Store(self._shared.engine)
-            ticker = self._shared.ticker
-            ticks = ticker.begin(io.deadline)  # the epoch ticker runs while any run is in flight
+            _native.on_epoch_deadline(store, _engine.STOP_REASON)
+            deadlines = self._shared.deadlines
+            token = deadlines.begin(store, io.deadline)
             _wasi.bind(io)
             try:
-                store.set_epoch_deadline(ticks)
                 trap = self._enter(store, io, _call_code(job), limits)
             finally:
-                ticker.end()
+                deadlines.end(token)
                 _wasi.bind(None)
                 memory_used = _memory_size(store, io)
                 store.close()
@@ -185,8 +185,6 @@ def _outcome(bridge: Bridge, io: _wasi.RunIO, trap: BaseException | None, memory
 
 def _timed_out(trap: BaseException | None, io: _wasi.RunIO, elapsed: float, limits: Limits) -> bool:
     if io.exit_reason == "timed_out":
-        return True
-    if isinstance(trap, wasmtime.Trap) and trap.trap_code == wasmtime.TrapCode.INTERRUPT:
         return True
     # A trap we cannot attribute (see _wasi.HostExit) past the deadline is a timeout.
     return trap is not None and io.exit_reason is None and elapsed * 1000 >= limits.timeout_ms
