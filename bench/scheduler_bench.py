@@ -1,9 +1,11 @@
 """Drain time and start lag: Almanac's scheduler beside APScheduler 3 (SQLAlchemy SQLite job store).
 
-    .venv/bin/python bench/scheduler_bench.py [--jobs 2000] [--steady 300] [--processes N]
+    .venv/bin/python bench/scheduler_bench.py [--jobs 2000] [--steady 300] [--rounds N] [--processes N]
                                               [--runner noop [--run-ms MS]] [--no-aps]
 
-Burst: N one-off jobs all due in the same second. Almanac runs a real sandboxed
+Burst: N one-off jobs all due in the same second (with --rounds N, the two
+schedulers' bursts alternate N times and the rows give each figure's median,
+since a shared box's speed can swing by 2x within minutes). Almanac runs a real sandboxed
 script (QuickJS in wasmtime) per job through the full claim -> run -> record path
 on the embedded SQLite, with the sandbox as `almanac worker` builds it (a pool of
 worker processes, one per core; --processes 0 runs scripts in-process); APScheduler 3 runs a plain Python no-op from its
@@ -212,20 +214,48 @@ def apscheduler_run(jobs: int, spread_s: float) -> dict[str, float]:
 
 
 def table(rows: list[tuple[str, dict[str, float]]]) -> str:
-    head = (f"{'scenario':<34}{'jobs':>6}{'drain s':>9}{'jobs/s':>9}{'lag p50':>9}{'lag p95':>9}{'lag p99':>9}"
+    head = (f"{'scenario':<46}{'jobs':>6}{'drain s':>9}{'jobs/s':>9}{'lag p50':>9}{'lag p95':>9}{'lag p99':>9}"
             f"{'late start':>11}{'cpu ms/job':>11}")
     lines = [head, "-" * len(head)]
     for name, r in rows:
-        lines.append(f"{name:<34}{r['jobs']:>6}{r['drain_s']:>9.2f}{r['jobs_per_s']:>9.0f}"
+        lines.append(f"{name:<46}{int(r['jobs']):>6}{r['drain_s']:>9.2f}{r['jobs_per_s']:>9.0f}"
                      f"{r['lag_p50']:>9.3f}{r['lag_p95']:>9.3f}{r['lag_p99']:>9.3f}{r['late_start_s']:>11.2f}"
                      f"{r['cpu_ms_per_job']:>11.3f}")
     return "\n".join(lines)
+
+
+def median_row(results: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over rounds (so one round in a slow spell of the box does not decide)."""
+    return {key: statistics.median(r[key] for r in results) for key in results[0]}
+
+
+def bursts(args: argparse.Namespace, what: str) -> list[tuple[str, dict[str, float]]]:
+    """The burst rows; with --rounds N, the two schedulers alternate N times and each row is the median."""
+    aps: list[dict[str, float]] = []
+    ours: list[dict[str, float]] = []
+    for i in range(args.rounds):
+        if not args.no_aps:
+            aps.append(apscheduler_run(args.jobs, 0.0))
+        ours.append(almanac_run(args.jobs, 0.0, args.processes, args.runner, args.run_ms))
+        if args.rounds > 1:
+            done = [f"apscheduler3 {aps[-1]['jobs_per_s']:.0f}"] if aps else []
+            print(f"round {i + 1}/{args.rounds}: " + ", ".join(done + [f"almanac {ours[-1]['jobs_per_s']:.0f} jobs/s"]),
+                  flush=True)
+    label = f", median of {args.rounds}" if args.rounds > 1 else ""
+    rows = [(f"apscheduler3 burst (py no-op{label})", median_row(aps))] if aps else []
+    rows.append((f"almanac burst ({what}{label})", median_row(ours)))
+    if aps and args.rounds > 1:
+        ratios = sorted(o["jobs_per_s"] / a["jobs_per_s"] for o, a in zip(ours, aps))
+        print("drain ratio per round: " + ", ".join(f"{r:.2f}x" for r in ratios))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2000)
     parser.add_argument("--steady", type=int, default=300, help="jobs spread at 20/s (0 to skip)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="alternate the two schedulers' bursts this many times; rows give medians")
     parser.add_argument("--processes", type=int, default=None,
                         help="sandbox worker processes (default: ALMANAC_SANDBOX_PROCESSES or one per core)")
     parser.add_argument("--runner", choices=("sandbox", "noop"), default="sandbox",
@@ -235,10 +265,11 @@ def main() -> None:
     parser.add_argument("--no-aps", action="store_true", help="skip the APScheduler rows")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     load_before = os.getloadavg()
     what = "sandboxed js" if args.runner == "sandbox" else "py no-op" + (f", {args.run_ms:g} ms" if args.run_ms else "")
-    rows = [] if args.no_aps else [("apscheduler3 burst (py no-op)", apscheduler_run(args.jobs, 0.0))]
-    rows.append((f"almanac burst ({what})", almanac_run(args.jobs, 0.0, args.processes, args.runner, args.run_ms)))
+    rows = bursts(args, what)
     if args.steady:
         if not args.no_aps:
             rows.append(("apscheduler3 steady 20/s", apscheduler_run(args.steady, args.steady / 20)))
