@@ -128,6 +128,7 @@ class SandboxPool:
         self._arrivals: list[Worker] = []  # started by a background thread, for the reactor to adopt
         self._background: set[threading.Thread] = set()
         self._lost_idle_at: float | None = None
+        self._next_watch = 0.0
         self._closed = False
         self._tickets_out, self._tickets_in = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._tickets_out.setblocking(False)  # the parent never waits on the socket; workers do
@@ -270,9 +271,12 @@ class SandboxPool:
                     _drain_pipe(self._wake_r)
                 elif fd in self._workers:
                     self._read(self._workers[fd])
-            self._adopt()
+            if self._arrivals:
+                self._adopt()
             now = time.monotonic()
-            self._watch(now)
+            if now >= self._next_watch:  # not on every wake-up: a burst wakes the reactor ~2,000 times a second
+                self._next_watch = now + WATCH_MS / 1000
+                self._watch(now)
             with self._lock:
                 self._fill()
                 if self._closed and not self._workers and not self._arrivals:
