@@ -1,4 +1,4 @@
-"""One wasmtime Engine, one compiled QuickJS module and one epoch ticker per process.
+"""One wasmtime Engine, one compiled QuickJS module and one deadline watcher per process.
 
 The module every run instantiates is QuickJS already initialised with the
 bootstrap evaluated (``_snapshot``).  Making it and compiling it take a couple
