@@ -118,6 +118,7 @@ class _Deadlines(threading.Thread):
 
     def begin(self, store: wasmtime.Store, deadline: float) -> int:
         """Arm ``store`` and watch ``deadline`` (time.monotonic()); a token for ``end``."""
+        _native.on_epoch_deadline(store, STOP_REASON)
         with self.cond:  # the epoch cannot move between arming and watching
             store.set_epoch_deadline(1)
             self.tokens += 1

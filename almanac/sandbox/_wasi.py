@@ -84,7 +84,11 @@ class RunIO:
         raise HostExit(reason)
 
 
-_current = threading.local()
+class _Current(threading.local):
+    io: RunIO | None = None  # a thread that never bound a run sees None
+
+
+_current = _Current()
 
 
 def bind(io: RunIO | None) -> None:
@@ -92,13 +96,9 @@ def bind(io: RunIO | None) -> None:
     _current.io = io
 
 
-def _io() -> RunIO:
-    return _current.io
-
-
 def current() -> RunIO | None:
     """The calling thread's run, if any."""
-    return getattr(_current, "io", None)
+    return _current.io
 
 
 def _put(io: RunIO, ptr: int, fmt: str, *values) -> None:
@@ -330,5 +330,5 @@ def _trap_message(exc: BaseException) -> bytes:
 def define(linker: wasmtime.Linker) -> None:
     """Register every WASI import the QuickJS reactor needs on ``linker``."""
     for name, (func, params, has_result) in IMPORTS.items():
-        _native.define(linker, "wasi_snapshot_preview1", name, params, has_result, func, _io,
+        _native.define(linker, "wasi_snapshot_preview1", name, params, has_result, func, current,
                        _trap_message)

@@ -105,7 +105,6 @@ class Sandbox:
                          started + limits.timeout_ms / 1000, limits.log_bytes, bridge.handle)
         with self._shared.slots:  # an instance slot of the pooling allocator
             store = wasmtime.Store(self._shared.engine)
-            _native.on_epoch_deadline(store, _engine.STOP_REASON)
             deadlines = self._shared.deadlines
             token = deadlines.begin(store, io.deadline)
             _wasi.bind(io)
