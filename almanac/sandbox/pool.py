@@ -75,14 +75,14 @@ log = logging.getLogger("almanac.sandbox")
 GRACE_S = 2.0  # past a run's own deadline before the parent kills its worker
 JOIN_S = 60.0
 CLOSE_WAIT_S = 5.0  # close() lets runs in flight finish this long, then kills their workers
-LOST_TICKET_S = 2.0
+LOST_TICKET_S = 2.0  # after a worker died idle: how long its taken-but-unstarted tickets are given
 # Ticketed runs per worker (running or waiting in the socket). Deep enough that a worker still
 # finds work while the parent's reactor waits for the GIL (the scheduler's recorder may hold it
 # for milliseconds): measured on 2 cores, 4 -> 8 took a 2,000-job burst from ~1,360 to ~1,470
 # jobs/s and cut the parent's CPU per job; 16 gained nothing more. A ticket's run may start up
 # to this many runs after it was handed over.
 TICKETS_PER_WORKER = 8
-WATCH_MS = 100  # how often the reactor looks at the workers' slots while runs are out  # after a worker died idle: how long its taken-but-unstarted tickets are given
+WATCH_MS = 100  # how often the reactor looks at the workers' slots while runs are out
 MAX_MESSAGE = 64 * 1024 * 1024
 SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
 
