@@ -208,7 +208,6 @@ class Scheduler:
         self._count_records(batch.recorded)
         with self._cond:
             self._inflight += len(batch.claims)
-        with self._cond:
             self._queued.extend(batch.claims)
         self._start_queued()
         if batch.full:
@@ -254,12 +253,10 @@ class Scheduler:
         def ended(result: Any) -> None:
             self._ended(claim, started, effects, t0, result)
 
-        submit = getattr(self.runner, "submit", None)
         try:
-            if submit is not None:
-                submit(claim.source, event, claim.timeout_ms, claim.memory_mb, effects, ended)
+            if self._pool is None:  # the runner has `submit` (see `start`)
+                self.runner.submit(claim.source, event, claim.timeout_ms, claim.memory_mb, effects, ended)
             else:
-                assert self._pool is not None
                 self._pool.submit(lambda: ended(self._call_runner(claim, event, effects)))
         except Exception as exc:  # the runner refused it (closing, say): the run failed, the platform goes on
             ended(_runner_broke(claim, exc))
@@ -267,8 +264,7 @@ class Scheduler:
     def _ended(self, claim: Claim, started: datetime, effects: RunEffects, t0: float, result: Any) -> None:
         """A run ended (on the runner's thread): queue it for the recorder, start the next."""
         try:
-            elapsed = self.clock.monotonic() - t0
-            done = _Finished(claim, _outcome(result, started, elapsed), effects, self.clock.now(), elapsed)
+            done: _Finished | None = self._finished_run(claim, started, effects, t0, result)
         except Exception:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": claim.run_id})
             done = None
@@ -310,7 +306,10 @@ class Scheduler:
 
     def _run(self, claim: Claim) -> _Finished:
         started, effects, event, t0 = self._prepare(claim)
-        result = self._call_runner(claim, event, effects)
+        return self._finished_run(claim, started, effects, t0, self._call_runner(claim, event, effects))
+
+    def _finished_run(self, claim: Claim, started: datetime, effects: RunEffects, t0: float,
+                      result: Any) -> _Finished:
         elapsed = self.clock.monotonic() - t0
         return _Finished(claim, _outcome(result, started, elapsed), effects, self.clock.now(), elapsed)
 
