@@ -10,7 +10,7 @@
   due work.
 - `delivery_attempts`: every try, with its outcome, status code, latency and error excerpt.
 
-Written to match alembic/tenant/versions/t0003_delivery.py exactly.
+Written to match almanac/migrations/tenant/versions/t0003_delivery.py exactly.
 """
 
 from __future__ import annotations

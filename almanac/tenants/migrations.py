@@ -1,7 +1,8 @@
 """Apply the alembic trees: the shared schema, and each tenant's schema.
 
-There is no alembic.ini: the trees live in `alembic/shared` and `alembic/tenant` at the repository
-root, and the connection is handed to their env.py through `config.attributes`.
+There is no alembic.ini: the trees ship inside the package (`almanac/migrations/shared` and
+`almanac/migrations/tenant`) so an installed wheel migrates as well as a checkout does, and the
+connection is handed to their env.py through `config.attributes`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy.schema import CreateSchema, DropSchema
 
 from almanac.db import TENANT_SCHEMA, Database, schema_for
 
-ALEMBIC_DIR = Path(__file__).resolve().parents[2] / "alembic"
+ALEMBIC_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
 def _config(tree: str, connection: Any, schema: str | None = None) -> Config:
