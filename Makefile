@@ -3,34 +3,53 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
+# Independent tests run in parallel (pytest-xdist); `make test XDIST=0` runs them in one process.
+XDIST  ?= auto
+UV_COMPILE := $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes -q
 
-.PHONY: install install-dev run test bench clean
+.PHONY: install install-dev run test test-fast lint lock bench clean
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Almanac needs Python 3.11+"; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e .
+# Exact versions from the lock files (hash-checked); pyproject.toml keeps ranges for library users.
+$(VENV)/.installed: pyproject.toml requirements.lock | $(BIN)/python
+	$(BIN)/pip install -q --require-hashes -r requirements.lock
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(BIN)/pip install -q -e '.[dev]'
+$(VENV)/.installed-dev: pyproject.toml requirements-dev.lock $(VENV)/.installed
+	$(BIN)/pip install -q --require-hashes -r requirements-dev.lock
+	$(BIN)/pip install -q --no-deps -e .
 	touch $@
 
 install: $(VENV)/.installed
 
 install-dev: $(VENV)/.installed-dev
 
+# Regenerate both lock files after changing a dependency in pyproject.toml.
+lock: install-dev
+	$(UV_COMPILE) -o requirements.lock
+	$(UV_COMPILE) --extra dev -o requirements-dev.lock
+
 run: install
 	$(BIN)/almanac serve --demo
 
-test: install-dev
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+lint: install-dev
+	$(BIN)/ruff check almanac tests bench
+	$(BIN)/python tools/mypy_baseline.py
+
+test: install-dev lint
+	$(BIN)/pytest -q -n $(XDIST) $(PYTEST_ARGS)
+
+# Unit and integration tests on SQLite only: the quick loop while working.
+test-fast: install-dev
+	ALMANAC_TEST_BACKENDS=sqlite $(BIN)/pytest -q -n $(XDIST) tests/unit tests/integration -m "not postgres and not slow" $(PYTEST_ARGS)
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

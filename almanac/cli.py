@@ -56,8 +56,13 @@ def migrate() -> None:
     from almanac.tenants import registry
 
     db = _database()
-    slugs = registry.migrate_all(db)
-    typer.echo(f"migrated the shared schema and {len(slugs)} tenant(s)")
+    report = registry.migrate_all(db)
+    for slug, reason in report.failed.items():
+        typer.echo(f"tenant {slug}: migration failed: {reason}", err=True)
+    typer.echo(f"migrated the shared schema and {len(report.migrated)} tenant(s)"
+               + (f"; {len(report.failed)} tenant(s) failed" if report.failed else ""))
+    if report.failed:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -79,7 +84,10 @@ def serve(
     if demo:
         _ensure_demo(services.db)
     app_ = create_app(settings, services=services, run_scheduler=not no_scheduler)
-    uvicorn.run(app_, host=host or settings.host, port=port or settings.port, log_level=settings.log_level)
+    from almanac import logs
+
+    uvicorn.run(app_, host=host or settings.host, port=port or settings.port, log_level=settings.log_level,
+                log_config=logs.uvicorn_log_config(settings.log_level))
 
 
 def _ensure_demo(db: Database) -> None:

@@ -29,6 +29,9 @@ class JsonFormatter(logging.Formatter):
         for key, value in fields.items():
             if key not in _STANDARD and key != "event":
                 entry[key] = value
+        if record.name == "uvicorn.access" and isinstance(record.args, tuple) and len(record.args) == 5:
+            entry.update(_access_fields(record.args))
+            entry["event"], message = "http.request", entry["event"]
         if message != entry["event"]:
             entry["message"] = message
         if record.exc_info:
@@ -36,13 +39,33 @@ class JsonFormatter(logging.Formatter):
         return _ENCODER.encode(entry)
 
 
+def _access_fields(args: tuple[Any, ...]) -> dict[str, Any]:
+    """uvicorn's access line `'%s - "%s %s HTTP/%s" %d'` as fields an operator can filter on."""
+    client, method, path, http_version, status = args
+    return {"client": client, "method": method, "path": path, "http_version": http_version, "status": status}
+
+
+def uvicorn_log_config(level: str) -> dict[str, Any]:
+    """The `log_config` handed to uvicorn: its error and access lines go out as our JSON lines too."""
+    handler = {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "almanac.logs.JsonFormatter"}},
+        "handlers": {"json": handler},
+        "loggers": {
+            name: {"handlers": ["json"], "level": level.upper(), "propagate": False}
+            for name in ("uvicorn", "uvicorn.error", "uvicorn.access")
+        },
+    }
+
+
 def configure(level: str, stream: IO[str] | None = None) -> None:
     """JSON lines at `level` on stderr (or `stream`) from every logger."""
     handler = logging.StreamHandler(stream)
     handler.setFormatter(JsonFormatter())
-    # The lines carry none of the caller's file, line, thread or process: do not look them up for
-    # every record (the logging HOWTO's "Optimization"; a busy scheduler writes a line per run).
-    logging._srcfile = None  # type: ignore[attr-defined]
+    # The lines carry no thread or process: do not look them up for every record (public switches
+    # from the logging HOWTO's "Optimization"; a busy scheduler writes a line per run).
     logging.logThreads = logging.logProcesses = logging.logMultiprocessing = False
     root = logging.getLogger()
     root.handlers[:] = [handler]

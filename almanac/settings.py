@@ -20,37 +20,54 @@ PLACEHOLDER_SECRETS = {"changeme", "change-me", "secret", "changethis", ""}
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ALMANAC_", extra="ignore")
 
-    database_url: str = "sqlite:///./var/almanac.db"
-    host: str = "127.0.0.1"
-    port: int = Field(default=8000, ge=1, le=65535)
-    secret_key: str | None = None
-    log_level: str = "info"
-    var_dir: Path = Path("./var")
-    # Mark the session cookie Secure (only sent over HTTPS): turn on behind a TLS proxy.
-    secure_cookies: bool = False
-    # Size of the SQLAlchemy pool per process; tenants share it (no per-tenant connections).
-    pool_size: int = Field(default=10, ge=1, le=200)
-    # Lowest minimum interval between occurrences for a new tenant (SPEC section 5).
-    default_min_interval_seconds: int = Field(default=60, ge=1)
-    # Outbound webhooks may reach private and loopback addresses only when the operator says so.
-    allow_private_targets: bool = False
-    # A claimed run's lease is its script's timeout plus this margin; then another process may retry it.
-    lease_margin_s: float = Field(default=30.0, gt=0, le=3600)
-    # Sandbox worker processes (0 = run scripts in threads of this process; None = one per core).
-    sandbox_processes: int | None = Field(default=None, ge=0, le=64)
-    smtp_host: str = "127.0.0.1"
-    smtp_port: int = Field(default=25, ge=1, le=65535)
-    smtp_from: str = "almanac@localhost"
-    smtp_username: str | None = None
-    smtp_password: str | None = None
-    smtp_starttls: bool = False
-    # Event delivery (webhooks and e-mail): per-attempt timeout, retries with doubling backoff.
-    delivery_timeout_s: float = Field(default=10.0, gt=0, le=120)
-    delivery_max_attempts: int = Field(default=8, ge=1, le=50)
-    delivery_backoff_base_s: float = Field(default=30.0, gt=0)
-    delivery_backoff_cap_s: float = Field(default=3 * 3600.0, gt=0)
-    delivery_retry_after_cap_s: float = Field(default=3600.0, gt=0)
-    delivery_poll_s: float = Field(default=1.0, gt=0, le=60)
+    # Each field's description is the README's configuration table (tools/settings_table.py writes
+    # it; tests/unit/foundation/test_settings_doc.py keeps the two the same).
+    database_url: str = Field(
+        default="sqlite:///./var/almanac.db",
+        description="`sqlite:///path` (embedded, one machine) or `postgresql+psycopg://user:pass@host/db`")
+    host: str = Field(default="127.0.0.1", description="address `almanac serve` listens on")
+    port: int = Field(default=8000, ge=1, le=65535, description="port `almanac serve` listens on")
+    secret_key: str | None = Field(
+        default=None,
+        description="signs the session cookie; generated once into `var_dir/secret_key` (mode 0600) "
+                    "when unset; placeholders and keys under 16 characters are refused")
+    log_level: str = Field(default="info", description="debug, info, warning, error or critical (JSON lines on stderr)")
+    var_dir: Path = Field(
+        default=Path("./var"),
+        description="where the generated secret key, the SQLite tenant files and the compiled sandbox cache live")
+    secure_cookies: bool = Field(
+        default=False, description="send the session cookie only over HTTPS (turn on behind a TLS proxy)")
+    pool_size: int = Field(
+        default=10, ge=1, le=200,
+        description="database connections per process, shared by all tenants (no per-tenant connections)")
+    default_min_interval_seconds: int = Field(
+        default=60, ge=1, description="minimum interval between occurrences for new tenants (SPEC section 5)")
+    allow_private_targets: bool = Field(
+        default=False,
+        description="let webhooks reach loopback, private and link-local addresses (tests, closed networks)")
+    lease_margin_s: float = Field(
+        default=30.0, gt=0, le=3600,
+        description="a claimed run's lease is its script's timeout plus this; then another process may retry it")
+    timer_lease_s: float = Field(
+        default=10.0, gt=0, le=3600,
+        description="PostgreSQL scale-out: how long a process holds a tenant's timer without renewing it")
+    sandbox_processes: int | None = Field(
+        default=None, ge=0, le=64,
+        description="sandbox worker processes; unset: one per core; 0 runs scripts in threads of this process")
+    smtp_host: str = Field(default="127.0.0.1", description="outgoing e-mail server")
+    smtp_port: int = Field(default=25, ge=1, le=65535, description="outgoing e-mail port")
+    smtp_from: str = Field(default="almanac@localhost", description="sender of e-mail deliveries")
+    smtp_username: str | None = Field(default=None, description="SMTP login, if the server wants one")
+    smtp_password: str | None = Field(default=None, description="SMTP password, if the server wants one")
+    smtp_starttls: bool = Field(default=False, description="upgrade the SMTP connection with STARTTLS")
+    delivery_timeout_s: float = Field(default=10.0, gt=0, le=120, description="per-attempt timeout of a delivery")
+    delivery_max_attempts: int = Field(default=8, ge=1, le=50, description="attempts before a delivery is dead")
+    delivery_backoff_base_s: float = Field(default=30.0, gt=0, description="first retry delay, doubling each time")
+    delivery_backoff_cap_s: float = Field(default=3 * 3600.0, gt=0, description="longest retry delay")
+    delivery_retry_after_cap_s: float = Field(
+        default=3600.0, gt=0, description="longest `Retry-After` a receiving server may ask for")
+    delivery_poll_s: float = Field(
+        default=1.0, gt=0, le=60, description="how often the dispatcher looks for due deliveries when not woken")
 
     @field_validator("log_level")
     @classmethod

@@ -24,7 +24,6 @@ from almanac.delivery.dispatcher import Dispatcher
 from almanac.platform import effects as platform_effects
 from almanac.platform.clock import Clock, SystemClock
 from almanac.platform.notify import Listener, Notifier
-from almanac.platform.policies import LEASE_MARGIN_S
 from almanac.platform.runner import RunOutcome, broken
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
@@ -77,14 +76,14 @@ class _SandboxCaps(ForwardingCapabilities):
 class SandboxRunner:
     """The platform's Runner on the wasmtime + QuickJS sandbox (built on first use).
 
-    With `processes` > 0 (default: one per core, `ALMANAC_SANDBOX_PROCESSES`) scripts
+    With `processes` > 0 (default: one per core; `Settings.sandbox_processes`) scripts
     run in a `SandboxPool` of worker processes, so runs use every core; with 0 they
     run in this process (`Sandbox`), where threads cannot use a second core.
     """
 
     def __init__(self, cache_dir: Path | None, processes: int | None = None) -> None:
         self._cache_dir = cache_dir
-        self.processes = sandbox_processes() if processes is None else processes
+        self.processes = sandbox_processes(processes)
         self._sandbox: Any = None  # in-process: the fallback, and the bridge while the pool starts
         self._pool: Any = None
         self._starting: threading.Thread | None = None
@@ -213,15 +212,9 @@ def _outcome_of(result: Any) -> RunOutcome:
 PREPARE_TIMEOUT_S = 60.0  # past this the scheduler claims anyway; runs go in-process until the pool is up
 
 
-def sandbox_processes() -> int:
-    """`ALMANAC_SANDBOX_PROCESSES`: sandbox worker processes (default one per core; 0 runs scripts in-process)."""
-    value = os.environ.get("ALMANAC_SANDBOX_PROCESSES", "").strip()
-    return max(0, int(value)) if value else (os.cpu_count() or 1)
-
-
-def _lease_margin() -> float:
-    # Until Settings carries it: acceptance tests shorten the lease to see a kill -9 retried quickly.
-    return float(os.environ.get("ALMANAC_LEASE_MARGIN_S", LEASE_MARGIN_S))
+def sandbox_processes(configured: int | None) -> int:
+    """Sandbox worker processes: as configured, or one per core when not (0 runs scripts in-process)."""
+    return configured if configured is not None else (os.cpu_count() or 1)
 
 
 class ScaledScheduler:
@@ -270,11 +263,12 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
 
     clock = clock or SystemClock()
     db = Database(settings)
-    store = SqlStore(db, lease_margin_s=_lease_margin())
-    runner = runner or SandboxRunner(settings.var_dir / "cache")
+    store = SqlStore(db, lease_margin_s=settings.lease_margin_s)
+    runner = runner or SandboxRunner(settings.var_dir / "cache", settings.sandbox_processes)
     in_flight = runner.runs_in_flight() if hasattr(runner, "runs_in_flight") else None
     holder: list[Scheduler] = []
-    leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug))
+    leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug),
+                          ttl_s=settings.timer_lease_s)
     timer = Scheduler(store, runner, clock, leases.owned, workers=in_flight)
     holder.append(timer)
     # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work.

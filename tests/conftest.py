@@ -20,7 +20,8 @@ from almanac.settings import Settings
 from almanac.tenants import auth, migrations, registry
 from tests.support.pg import PgServer
 
-BACKENDS = ["sqlite", "postgresql"]
+# `make test-fast` narrows this to sqlite (ALMANAC_TEST_BACKENDS=sqlite).
+BACKENDS = os.environ.get("ALMANAC_TEST_BACKENDS", "sqlite,postgresql").split(",")
 _PG = PgServer()
 _pg_started = False
 

@@ -54,9 +54,6 @@ L, H = TimerLease.__table__, WorkerHeartbeat.__table__
 DEFAULT_TTL_S = 10.0
 
 
-def ttl_from_env() -> float:
-    # Until Settings carries it (ALMANAC_TIMER_LEASE_S): tests shorten it to see a hand-over quickly.
-    return float(os.environ.get("ALMANAC_TIMER_LEASE_S", DEFAULT_TTL_S))
 
 
 def new_owner() -> str:
@@ -71,7 +68,7 @@ class TenantLeases:
         renew_s: float | None = None, owner: str | None = None, on_gained: Callable[[str], None] | None = None,
     ) -> None:
         self.db, self.list_tenants = db, list_tenants
-        self.ttl_s = ttl_from_env() if ttl_s is None else ttl_s
+        self.ttl_s = DEFAULT_TTL_S if ttl_s is None else ttl_s
         self.renew_s = renew_s if renew_s is not None else max(0.2, self.ttl_s / 3)
         self.owner = owner or new_owner()
         self.on_gained = on_gained

@@ -8,6 +8,7 @@ again if anything fails. Nothing is left half-made.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +19,8 @@ from almanac.db import Database, validate_slug
 from almanac.errors import Conflict, NotFound, ValidationError
 from almanac.tenants import migrations, people
 from almanac.tenants.models import Tenant
+
+log = logging.getLogger("almanac.tenants")
 
 NAME_MAX = 200
 
@@ -81,10 +84,29 @@ def create_tenant(
     return CreatedTenant(tenant_id, slug, email, generated)
 
 
-def migrate_all(db: Database) -> list[str]:
-    """Upgrade the shared schema, then every tenant's; returns the tenants' slugs."""
+@dataclass(frozen=True)
+class MigrationReport:
+    """What `migrate_all` did: the tenants brought to the newest revision, and why the others were not."""
+
+    migrated: list[str]
+    failed: dict[str, str]
+
+
+def migrate_all(db: Database) -> MigrationReport:
+    """Upgrade the shared schema, then every tenant's.
+
+    One tenant whose schema cannot be upgraded (a hand-edited table, a lock held too long) must not
+    keep the others on the old revision: its error is logged and reported, and the rest carry on.
+    """
     migrations.upgrade_shared(db)
-    slugs = list_slugs(db)
-    for slug in slugs:
-        migrations.upgrade_tenant(db, slug)
-    return slugs
+    migrated: list[str] = []
+    failed: dict[str, str] = {}
+    for slug in list_slugs(db):
+        try:
+            migrations.upgrade_tenant(db, slug)
+        except Exception as exc:  # any failure of one tenant's upgrade; each runs in its own transaction
+            log.exception("migrate.tenant_failed", extra={"event": "migrate.tenant_failed", "tenant": slug})
+            failed[slug] = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+        else:
+            migrated.append(slug)
+    return MigrationReport(migrated, failed)

@@ -78,3 +78,40 @@ def test_wrong_input_is_one_line_exit_2_and_changes_nothing(one_tenant_env: dict
     assert almanac("tenant", "list", env=env).stdout == "acme\tacme\tmin_interval=60s\n"
     var = Path(env["ALMANAC_VAR_DIR"])
     assert sorted(p.name for p in (var / "tenants").glob("*.db")) == ["acme.db"]
+
+
+def test_migrate_exit_status_says_whether_every_tenant_migrated(env: dict[str, str], settings: Any) -> None:
+    from sqlalchemy import Column, MetaData, String, Table
+
+    from almanac.db import TENANT_SCHEMA, Database
+
+    for slug in ("one", "two"):
+        assert almanac("tenant", "create", slug, "--admin-email", f"a@{slug}.test", env=env).returncode == 0
+    db = Database(settings)
+    version = Table("alembic_version", MetaData(), Column("version_num", String(32)), schema=TENANT_SCHEMA)
+    with db.tenant_connection("one") as conn:
+        conn.execute(version.update().values(version_num="not_a_revision"))
+        conn.commit()
+    db.dispose()
+    done = almanac("migrate", env=env)
+    assert done.returncode == 1
+    assert "tenant one: migration failed" in done.stderr and "not_a_revision" in done.stderr
+    assert "1 tenant(s) failed" in done.stdout and "migrated the shared schema and 1 tenant(s)" in done.stdout
+
+
+def test_every_server_log_line_is_json(sqlite_settings: Settings) -> None:
+    """`almanac serve`'s own lines, uvicorn's startup and access lines included, are JSON objects."""
+    import json
+
+    env = cli_env(sqlite_settings, ALMANAC_LOG_LEVEL="info")
+    assert almanac("migrate", env=env).returncode == 0
+    server = Server(env, "--no-scheduler").wait_ready()
+    try:
+        with server.client() as client:
+            assert client.get("/healthz").status_code == 200
+    finally:
+        server.stop()
+    lines = [line for line in server.log.read_text().splitlines() if line.strip()]
+    entries = [json.loads(line) for line in lines]  # raises on the first line that is not JSON
+    assert any(e["event"] == "http.request" and e["path"] == "/healthz" and e["status"] == 200 for e in entries)
+    assert any(e["logger"].startswith("uvicorn") and e["event"] != "http.request" for e in entries)

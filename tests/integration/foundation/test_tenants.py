@@ -80,8 +80,8 @@ def test_tenant_sessions_see_only_their_own_schema(database: Database, now: date
 
 def test_migrate_all_is_idempotent(database: Database, now: datetime) -> None:
     _create(database, "acme", now)
-    assert registry.migrate_all(database) == ["acme"]
-    assert registry.migrate_all(database) == ["acme"]
+    assert registry.migrate_all(database) == registry.MigrationReport(["acme"], {})
+    assert registry.migrate_all(database) == registry.MigrationReport(["acme"], {})
 
 
 def test_more_tenants_than_sqlite_can_attach_at_once(database: Database, now: datetime) -> None:
@@ -92,3 +92,20 @@ def test_more_tenants_than_sqlite_can_attach_at_once(database: Database, now: da
     for _ in range(2):
         for slug in slugs:
             assert migrations.tenant_revision(database, slug) is not None
+
+
+def _break_tenant(database: Database, slug: str) -> None:
+    """Point a tenant's schema at a revision that does not exist: alembic refuses to upgrade it."""
+    version = Table("alembic_version", MetaData(), Column("version_num", String(32)), schema=TENANT_SCHEMA)
+    with database.tenant_connection(slug) as conn:
+        conn.execute(version.update().values(version_num="not_a_revision"))
+        conn.commit()
+
+
+def test_migrate_all_reports_a_failed_tenant_and_carries_on(database: Database, now: datetime) -> None:
+    for slug in ("alpha", "beta", "gamma"):
+        _create(database, slug, now)
+    _break_tenant(database, "beta")
+    report = registry.migrate_all(database)
+    assert report.migrated == ["alpha", "gamma"]
+    assert list(report.failed) == ["beta"] and "not_a_revision" in report.failed["beta"]

@@ -22,12 +22,15 @@ SCRIPT = """export default async function (event) {
 
 
 def test_processes_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ALMANAC_SANDBOX_PROCESSES reaches the runner through Settings, the one door for configuration."""
+    from almanac.settings import Settings
+
     monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "0")
-    assert sandbox_processes() == 0 and SandboxRunner(None).runs_in_flight() is None
+    assert SandboxRunner(None, Settings().sandbox_processes).runs_in_flight() is None
     monkeypatch.setenv("ALMANAC_SANDBOX_PROCESSES", "3")
-    assert sandbox_processes() == 3 and SandboxRunner(None).runs_in_flight() == 30
+    assert SandboxRunner(None, Settings().sandbox_processes).runs_in_flight() == 30
     monkeypatch.delenv("ALMANAC_SANDBOX_PROCESSES")
-    assert sandbox_processes() >= 1
+    assert Settings().sandbox_processes is None and sandbox_processes(None) >= 1
 
 
 @pytest.mark.parametrize("processes", [0, 1], ids=["in-process", "pool"])
