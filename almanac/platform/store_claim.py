@@ -40,7 +40,7 @@ from almanac.platform.store import Claim, ClaimBatch
 from almanac.platform.store_record import RELEASE_QUEUED
 
 if TYPE_CHECKING:
-    from almanac.platform.store_sql import SqlStore
+    pass
 
 log = logging.getLogger("almanac.scheduler")
 

@@ -116,7 +116,7 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: i
     caps = ParentCaps(conn)
     sources: OrderedDict[int, str] = OrderedDict()
     conn.send_bytes(dump(["ready"]))
-    for runs in range(1, max_runs + 1):
+    for _ in range(max_runs):
         data = tickets.recv(TICKET_HEAD.size + MAX_TICKET + 1024)
         if not data:  # the pool closed the socket and nothing is left in it
             conn.send_bytes(dump(["bye", "closed"]))

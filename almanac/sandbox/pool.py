@@ -48,7 +48,6 @@ import atexit
 import itertools
 import json
 import logging
-import math
 import multiprocessing
 import os
 import select

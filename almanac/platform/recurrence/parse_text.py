@@ -16,7 +16,7 @@ from typing import Callable
 
 from .model import Rule
 from .parse_rrule import fail, parse_rule
-from .words import (DAY_NAMES, MONTH_NAMES, ORDINAL_RE, TIME_RE, UNIT_FREQ, UNITS, WORD_NUMBERS,
+from .words import (DAY_NAMES, MONTH_NAMES, ORDINAL_RE, TIME_RE, UNIT_FREQ, WORD_NUMBERS,
                     read_ordinal, read_time, split_list)
 
 _DAY = r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)"

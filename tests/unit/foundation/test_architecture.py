@@ -16,18 +16,37 @@ ALLOWED = {
 }
 
 
+def _absolute(path: Path, node: ast.ImportFrom) -> list[str]:
+    """The absolute module names a `from ... import` names, relative forms (`from .. import db`) included."""
+    if node.level == 0:
+        return [node.module] if node.module else []
+    package = list(path.relative_to(ROOT.parent).with_suffix("").parts[:-1])  # e.g. ["almanac", "sandbox"]
+    base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+    if node.module:
+        return [".".join([*base, node.module])]
+    return [".".join([*base, alias.name]) for alias in node.names]  # `from . import x`: x may be a module
+
+
 def _almanac_imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text())
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names = [node.module]
+        elif isinstance(node, ast.ImportFrom):
+            names = _absolute(path, node)
         else:
             continue
         found.update(name.split(".")[1] for name in names if name.startswith("almanac."))
     return found
+
+
+def test_relative_imports_are_resolved(tmp_path: Path) -> None:
+    """The sandbox uses only relative imports: the rule above must see through them."""
+    path = ROOT / "sandbox" / "probe.py"
+    tree = ast.parse("from ..platform import timer\nfrom .. import db\nfrom .runtime import Sandbox\n")
+    modules = [name for node in tree.body for name in _absolute(path, node)]  # type: ignore[arg-type]
+    assert modules == ["almanac.platform", "almanac.db", "almanac.sandbox.runtime"]
 
 
 def test_parts_import_only_what_they_may() -> None:
