@@ -18,7 +18,7 @@ class Job:
     delivery_id: int
     attempt: int
     kind: str
-    payload: dict[str, Any]  # the event as receivers see it (see payload.py)
+    payload: dict[str, Any]  # the event as receivers see it (built by store.payload)
     url: str | None = None
     secret: str | None = None
     recipients: tuple[str, ...] = ()
