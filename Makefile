@@ -41,12 +41,15 @@ lint: install-dev
 	$(BIN)/ruff check almanac tests bench
 	$(BIN)/python tools/mypy_baseline.py
 
+# Two parts: the independent tests in parallel, then the few that assert how soon things happen
+# alone, so that a neighbour's load cannot make them late.
 test: install-dev lint
-	$(BIN)/pytest -q -n $(XDIST) $(PYTEST_ARGS)
+	$(BIN)/pytest -q -n $(XDIST) -m "not timing" $(PYTEST_ARGS)
+	$(BIN)/pytest -q -m timing $(PYTEST_ARGS)
 
 # Unit and integration tests on SQLite only: the quick loop while working.
 test-fast: install-dev
-	ALMANAC_TEST_BACKENDS=sqlite $(BIN)/pytest -q -n $(XDIST) tests/unit tests/integration -m "not postgres and not slow" $(PYTEST_ARGS)
+	ALMANAC_TEST_BACKENDS=sqlite $(BIN)/pytest -q -n $(XDIST) tests/unit tests/integration -m "not postgres and not slow and not timing" $(PYTEST_ARGS)
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py

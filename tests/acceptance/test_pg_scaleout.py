@@ -30,7 +30,7 @@ from almanac.settings import Settings
 from tests.support.pg import PgServer, find_bin
 from tests.support.proc import ALMANAC, almanac, cli_env
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timing]
 
 NOOP = "export default function (event) { return event.jobKey; }"
 # About 20 ms of work a run: every worker then has runs in flight whenever it owns a tenant with

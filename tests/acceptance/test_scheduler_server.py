@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.wait import wait_until
 from tests.support.proc import Server, almanac, cli_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 NOOP = "export default async function (event) { return {key: event.jobKey}; }"
 BUSY = "export default function () { const t = Date.now(); while (Date.now() - t < 3000) {} return 'done'; }"
@@ -62,13 +63,19 @@ def test_jobs_start_within_a_second_of_their_time(env: dict[str, str]) -> None:
         client = server.client(token)
         script = client.post("/api/v1/scripts", json={"name": "noop", "source": NOOP}).json()["id"]
         base = datetime.now(timezone.utc) + timedelta(seconds=2)
+        created: dict[str, datetime] = {}
         for i in range(10):
             answer = client.put(f"/api/v1/jobs/j{i}", json={"script_id": script,
                                                            "run_at": _iso(base + timedelta(milliseconds=200 * i))})
             assert answer.status_code == 201, answer.text
+            created[f"j{i}"] = datetime.now(timezone.utc)
         runs = _wait_runs(client, "", 10, timeout=15)
-        lags = [(_parse(r["started_at"]) - _parse(r["scheduled_for"])).total_seconds() for r in runs]
-        assert all(0 <= lag < 1.0 for lag in lags), lags
+        # A job's time counts from when it could first be known: on a slow box the later PUTs may
+        # answer after the time they asked for, and such a job is due the moment it is created.
+        lags = [(_parse(r["started_at"]) - max(_parse(r["scheduled_for"]), created[r["job_key"]])).total_seconds()
+                for r in runs]
+        print(f"start lag of 10 jobs: max {max(lags) * 1000:.0f} ms")
+        assert all(lag < 1.0 for lag in lags), lags
         metrics = client.get("/metrics").text
         assert 'almanac_runs_total{status="succeeded"}' in metrics
         assert "almanac_run_start_lag_seconds_bucket" in metrics and "almanac_due_backlog" in metrics
@@ -85,8 +92,9 @@ def test_nothing_planned_is_lost_across_a_restart(env: dict[str, str]) -> None:
     client.put("/api/v1/jobs/during-outage", json={"script_id": script, "run_at": _iso(due)})
     schedule = client.post("/api/v1/schedules", json={
         "name": "every 2 s", "script_id": script, "rule": "*/2 * * * * *", "misfire": "run_once"}).json()
-    server.stop()  # the outage: the job's time and several of the schedule's pass
-    time.sleep(6)
+    server.stop()  # the outage lasts until the job's time and several of the schedule's have passed
+    outage_ends = due + timedelta(seconds=3)
+    wait_until(lambda: datetime.now(timezone.utc) >= outage_ends, timeout=30, what="the outage to cover the job's time")
     server = Server(env).wait_ready()
     try:
         client = server.client(token)
