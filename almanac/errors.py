@@ -20,12 +20,6 @@ class AlmanacError(Exception):
         self.message = message
         self.details = details
 
-    def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.details:
-            body["details"] = self.details
-        return {"error": body}
-
 
 class InvalidRule(AlmanacError):
     code, status = "invalid_rule", 422
