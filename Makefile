@@ -38,7 +38,7 @@ run: install
 	$(BIN)/almanac serve --demo
 
 lint: install-dev
-	$(BIN)/ruff check almanac tests bench
+	$(BIN)/ruff check almanac tests bench tools
 	$(BIN)/python tools/mypy_baseline.py
 
 # Two parts: the independent tests in parallel, then the few that assert how soon things happen
