@@ -66,7 +66,9 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
         return _one_off(text.strip(), timezone)
     if looks_like_cron(text):
         rules, align = parse_cron(text)
-        return _settle("cron", timezone, _align(anchor, align, start is not None), rules)
+        # cron times are wall-clock matches whatever the start: the grid of
+        # `*/15` is always :00, :15, ..., and DTSTART its first point >= start.
+        return _settle("cron", timezone, anchor, rules, grid=_align(anchor, align, False))
     rules, align, once = parse_text(text, to_wall(now, zone))
     if once is not None:
         return _build("text", timezone, once, [], [once], [])
@@ -95,27 +97,31 @@ def _one_off(text: str, timezone: str) -> Recurrence:
 
 
 def _settle(kind: str, tz: str, anchor: datetime, rules: list[Rule],
-            rdates: list[datetime] = (), exdates: list[datetime] = ()) -> Recurrence:  # type: ignore[assignment]
-    """Move DTSTART to the first occurrence and fold one-value times into it."""
+            rdates: list[datetime] = (), exdates: list[datetime] = (),  # type: ignore[assignment]
+            grid: datetime | None = None) -> Recurrence:
+    """Move DTSTART to the first occurrence and fold one-value times into it.
+
+    `grid`, when given, is where an INTERVAL's steps are counted from (it
+    is at or before `anchor`); the first occurrence is still >= `anchor`."""
     # BYSETPOS counts within periods, and dateutil's first week starts at
     # DTSTART: moving DTSTART could change which one is picked, so keep it.
-    first = None if any(r.bysetpos for r in rules) else _first(rules, anchor)
+    first = None if any(r.bysetpos for r in rules) else _first(rules, anchor, grid or anchor)
     if first is None:
-        return _build(kind, tz, anchor, rules, rdates, exdates)
+        return _build(kind, tz, grid or anchor, rules, rdates, exdates)
     # Several rules share one DTSTART: folding one rule's times into it would
     # change the others' defaults, so only a single rule is folded.
     folded = [_fold(r, first) for r in rules] if len(rules) == 1 else list(rules)
     return _build(kind, tz, first, folded, rdates, exdates)
 
 
-def _first(rules: list[Rule], anchor: datetime) -> datetime | None:
+def _first(rules: list[Rule], anchor: datetime, grid: datetime) -> datetime | None:
     found = []
-    if any(static_reason(r, compile_plan(r, anchor)) for r in rules):
+    if any(static_reason(r, compile_plan(r, grid)) for r in rules):
         return None  # ensure_fires will say why; no need to search
     budget = limited_budget(0.02)
     try:
         for rule in rules:
-            walk = rule_walk(rule, compile_plan(rule, anchor), anchor, budget)
+            walk = rule_walk(rule, compile_plan(rule, grid), anchor, budget)
             found.extend(w for w in [next(walk, None)] if w is not None)
     except SearchTooLong:
         return None
