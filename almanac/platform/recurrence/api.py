@@ -141,6 +141,7 @@ def _fold(rule: Rule, first: datetime) -> Rule:
 def _build(kind: str, tz: str, start: datetime, rules: list[Rule], rdates: list[datetime],
            exdates: list[datetime]) -> Recurrence:
     zone = get_zone(tz)
+    start = start.replace(fold=0)  # the canonical text cannot say fold=1
     rdates_t, exdates_t = tuple(sorted(set(rdates))), tuple(sorted(set(exdates)))
     canonical = format_block(tz, start, rules, rdates_t, exdates_t)
     return Recurrence(kind, tz, to_instant(start, zone), canonical, tuple(rules),

@@ -11,11 +11,13 @@ for ever.
 from __future__ import annotations
 
 import bisect
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Iterator, Sequence
+from zoneinfo import ZoneInfo
 
 from .engine import MAX_ORDINAL, Budget, Candidates, Plan, cycle_days, jan1, week1_start
 from .model import UNIT_SECONDS, Rule
+from .zones import in_gap, wall_utc
 
 Clock = tuple[int, int, int]
 
@@ -209,20 +211,44 @@ def _period_set(plan: Plan, day: int, sod: int) -> list[datetime]:
     return [_at(day, t) for t in times]
 
 
-def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget) -> Iterator[datetime]:
-    """Apply COUNT (counted from DTSTART) and UNTIL to `walk`."""
+def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget,
+              zone: ZoneInfo | None = None) -> Iterator[datetime]:
+    """Apply COUNT (counted from DTSTART) and UNTIL to `walk`, as instants.
+
+    With `zone`, UNTIL is compared with the instant each wall time fires
+    at (so an UNTIL in the second pass of a repeated hour is honoured), and
+    COUNT counts fired occurrences: a wall time that a gap moves onto an
+    instant already counted is the same occurrence and is not counted twice.
+    """
     hard = MAX_ORDINAL
+    until = None
     if rule.until is not None:
-        hard = min(hard, rule.until.toordinal())
+        hard = min(hard, rule.until.toordinal() + 2)  # a gap moves a time by < 2 days
+        until = wall_utc(rule.until, zone)
     begin = plan.anchor if rule.count is not None else start
     left = rule.count
+    counted: dict[datetime, None] = {}
     for when in walk(plan, begin, budget, hard):
-        if rule.until is not None and when > rule.until:
+        utc = wall_utc(when, zone)
+        if until is not None and utc > until:
+            if in_gap(when, zone):
+                continue  # moved past UNTIL; later wall times may still fit
             return
         if left is not None:
+            if utc in counted:
+                continue
             if left == 0:
                 return
             left -= 1
+            _remember(counted, utc)
         if when >= start:
             yield when
 
+
+def _remember(counted: dict[datetime, None], utc: datetime) -> None:
+    """Keep the instants of the last two days (no gap is longer)."""
+    counted[utc] = None
+    if len(counted) > 4096:
+        horizon = utc - timedelta(days=2)
+        for old in [t for t in counted if t < horizon]:
+            del counted[old]

@@ -40,11 +40,12 @@ _SEARCH_SECONDS = 0.06
 def to_instant(wall: datetime, zone: ZoneInfo) -> datetime:
     """Wall-clock time to an aware datetime, with the SPEC's DST choices.
 
-    fold=0 picks the first of a repeated time; for a time in a gap it picks
+    fold=0 (every time the rules make) picks the first of a repeated time;
+    fold=1 (an UNTIL or RDATE given in UTC) the second; for a time in a gap it picks
     the offset in force before the gap, so the round trip through UTC moves
     it forward by the gap's length.
     """
-    return wall.replace(tzinfo=zone, fold=0).astimezone(timezone.utc).astimezone(zone)
+    return wall.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
 
 
 def to_wall(when: datetime, zone: ZoneInfo) -> datetime:
@@ -57,8 +58,10 @@ def to_wall(when: datetime, zone: ZoneInfo) -> datetime:
 def wall_stream(rec: Recurrence, start: datetime, budget: Budget) -> Iterator[datetime]:
     """All wall-clock occurrences >= start: rules, RDATEs, minus EXDATEs."""
     plans = [(r, compile_plan(r, rec.start_wall)) for r in rec.rules]
+    zone = get_zone(rec.timezone)
     # A rule the static checks prove silent is skipped rather than searched.
-    streams = [rule_walk(r, p, start, budget) for r, p in plans if static_reason(r, p) is None]
+    streams = [rule_walk(r, p, start, budget, zone) for r, p in plans
+               if static_reason(r, p) is None]
     extra = set(rec.rdates)
     if not rec.rules:
         extra.add(rec.start_wall)  # a block without RRULE fires at DTSTART
