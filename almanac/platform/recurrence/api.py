@@ -23,7 +23,7 @@ from almanac.errors import ValidationError
 from .analysis import ensure_fires, ensure_min_interval
 from .static import static_reason
 from .describe import describe
-from .engine import SearchTooLong, budget_scope, compile_plan, limited_budget
+from .engine import PREVIEW_STEPS, SearchTooLong, budget_scope, compile_plan, limited_budget
 from .expand import rule_walk
 from .model import MAX_INPUT_BYTES, Recurrence, Rule, freq_rank
 from .occurrences import occurrences, to_instant, to_wall
@@ -32,8 +32,8 @@ from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
 from .parse_text import parse_text
 from .zones import get_zone
 
-# The whole of one preview; SPEC allows 100 ms, the rest is margin for a busy box.
-_PREVIEW_SECONDS = 0.05
+# DTSTART's search gets at most half of the preview's work budget.
+_FIRST_STEPS = PREVIEW_STEPS // 2
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$")
 
 
@@ -118,7 +118,7 @@ def _first(rules: list[Rule], anchor: datetime, grid: datetime) -> datetime | No
     found = []
     if any(static_reason(r, compile_plan(r, grid)) for r in rules):
         return None  # ensure_fires will say why; no need to search
-    budget = limited_budget(0.02)
+    budget = limited_budget(_FIRST_STEPS)
     try:
         for rule in rules:
             walk = rule_walk(rule, compile_plan(rule, grid), anchor, budget)
@@ -163,7 +163,7 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
     """What the rule builder shows: canonical form, description, next dates."""
     if not 1 <= count <= 50:
         raise ValidationError("count must be between 1 and 50.", details={"field": "count"})
-    with budget_scope(_PREVIEW_SECONDS):
+    with budget_scope(PREVIEW_STEPS):
         rec = parse(text, timezone, start=start, now=now)
         ensure_fires(rec, now)
         ensure_min_interval(rec, now, min_interval_s)

@@ -26,7 +26,7 @@ from zoneinfo import ZoneInfo
 
 from almanac.errors import InvalidRule
 
-from .engine import Budget, SearchTooLong, compile_plan, current_budget
+from .engine import SEARCH_STEPS, Budget, SearchTooLong, compile_plan, current_budget
 from .expand import rule_walk
 from .model import Recurrence
 from .static import static_reason
@@ -34,7 +34,6 @@ from .zones import get_zone
 
 # Enough to cover any gap in tzdata (Samoa skipped a whole day in 2011).
 _MAX_SHIFT = timedelta(days=2)
-_SEARCH_SECONDS = 0.06
 
 
 def to_instant(wall: datetime, zone: ZoneInfo) -> datetime:
@@ -120,14 +119,15 @@ def occurrences(rec: Recurrence, *, after: datetime, count: int) -> list[datetim
     """The first `count` occurrences at or after `after` (and DTSTART), in the
     rule's zone with their offsets. A naive `after` is wall-clock time in the
     rule's zone. Bounded: raises InvalidRule if the rule is too costly to
-    evaluate within the time budget (which no tested rule does)."""
+    evaluate within the work budget (which no tested rule does); the same
+    rule always gets the same answer, however busy the machine."""
     zone = get_zone(rec.timezone)
     after = _aware(after, zone)
     out: list[datetime] = []
     if count <= 0:
         return out
     try:
-        for when in instant_stream(rec, after, current_budget(_SEARCH_SECONDS)):
+        for when in instant_stream(rec, after, current_budget(SEARCH_STEPS)):
             out.append(when)
             if len(out) >= count:
                 break
@@ -145,7 +145,7 @@ def next_after(rec: Recurrence, after: datetime) -> datetime | None:
     after = _aware(after, zone)
     try:
         after_utc = after.astimezone(timezone.utc)
-        for when in instant_stream(rec, after, current_budget(_SEARCH_SECONDS)):
+        for when in instant_stream(rec, after, current_budget(SEARCH_STEPS)):
             if when.astimezone(timezone.utc) > after_utc:
                 return when
     except SearchTooLong:
