@@ -69,10 +69,11 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
         # cron times are wall-clock matches whatever the start: the grid of
         # `*/15` is always :00, :15, ..., and DTSTART its first point >= start.
         return _settle("cron", timezone, anchor, rules, grid=_align(anchor, align, False))
-    rules, align, once = parse_text(text, to_wall(now, zone))
-    if once is not None:
-        return _build("text", timezone, once, [], [once], [])
-    return _settle("text", timezone, _align(anchor, align, start is not None), rules)
+    said = parse_text(text, to_wall(now, zone))
+    if said.once is not None:
+        return _build("text", timezone, said.once, [], [said.once, *said.rdates], said.exdates)
+    return _settle("text", timezone, _align(anchor, said.align, start is not None), said.rules,
+                   said.rdates, said.exdates)
 
 
 def _align(anchor: datetime, align: dict[str, int], explicit: bool) -> datetime:

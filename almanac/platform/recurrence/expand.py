@@ -11,6 +11,7 @@ for ever.
 from __future__ import annotations
 
 import bisect
+from collections import deque
 from datetime import date, datetime, timedelta
 from typing import Iterator, Sequence
 from zoneinfo import ZoneInfo
@@ -227,7 +228,7 @@ def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget,
         until = wall_utc(rule.until, zone)
     begin = plan.anchor if rule.count is not None else start
     left = rule.count
-    counted: dict[datetime, None] = {}
+    counted = _Recent()
     for when in walk(plan, begin, budget, hard):
         utc = wall_utc(when, zone)
         if until is not None and utc > until:
@@ -235,20 +236,29 @@ def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget,
                 continue  # moved past UNTIL; later wall times may still fit
             return
         if left is not None:
-            if utc in counted:
+            if zone is not None and counted.seen(utc):
                 continue
             if left == 0:
                 return
             left -= 1
-            _remember(counted, utc)
         if when >= start:
             yield when
 
 
-def _remember(counted: dict[datetime, None], utc: datetime) -> None:
-    """Keep the instants of the last two days (no gap is longer)."""
-    counted[utc] = None
-    if len(counted) > 4096:
+class _Recent:
+    """The instants of the last two days (no gap is longer), to tell a wall
+    time that a gap moved onto an instant already counted."""
+
+    def __init__(self) -> None:
+        self.order: deque[datetime] = deque()
+        self.members: set[datetime] = set()
+
+    def seen(self, utc: datetime) -> bool:
+        if utc in self.members:
+            return True
+        self.order.append(utc)
+        self.members.add(utc)
         horizon = utc - timedelta(days=2)
-        for old in [t for t in counted if t < horizon]:
-            del counted[old]
+        while self.order[0] < horizon:
+            self.members.discard(self.order.popleft())
+        return False
