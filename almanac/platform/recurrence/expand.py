@@ -230,6 +230,7 @@ def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget,
     left = rule.count
     counted = _Recent()
     for when in walk(plan, begin, budget, hard):
+        budget.tick()  # converting and counting an occurrence is work too
         utc = wall_utc(when, zone)
         if until is not None and utc > until:
             if in_gap(when, zone):

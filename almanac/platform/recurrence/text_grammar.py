@@ -41,7 +41,6 @@ _ADVERBS = {"yearly": ("YEARLY", 1), "annually": ("YEARLY", 1), "monthly": ("MON
             "weekly": ("WEEKLY", 1), "daily": ("DAILY", 1), "hourly": ("HOURLY", 1),
             "quarterly": ("MONTHLY", 3), "fortnightly": ("WEEKLY", 2),
             "every fortnight": ("WEEKLY", 2), "every quarter": ("MONTHLY", 3)}
-_TIMES_PER = {"once": 1, "twice": 2, "three times": 3, "four times": 4, "six times": 6}
 _SMALLER = {"hour": ("minute", 60), "minute": ("second", 60)}
 _WEEKDAYS = tuple((0, i) for i in range(5))
 _WEEKEND = ((0, 5), (0, 6))
@@ -142,21 +141,33 @@ def _lead(chunk: str, d: Draft) -> int:
     m = _m(rf"(?:at|@) ({_LIST.format(item=_CLOCK)}) (?=every|each|on|daily|weekdays)", chunk, 0)
     if not m:
         return 0
-    d.times += _clocks(m.group(1), 0, m.end())
+    d.times += _clocks(m.group(1), m.start(1), m.end(1))
     return m.end() - 1
 
 
 def _head(chunk: str, pos: int, d: Draft) -> int:
     lead = " ?" if pos else ""
     for pattern, handler in _HEADS:
-        m = _m(lead + pattern + r"(?![a-z0-9])", chunk, pos)
+        m = _m(lead + "(?:" + pattern + r")(?![a-z0-9])", chunk, pos)
         if m:
             handler(m, d)
             return m.end()
-    end = chunk.find(" ", pos + 1)
+    start, end = _unknown_word(chunk, pos)
     raise Refusal("Cannot understand the rule: start like 'every day', 'every 2 weeks on "
-                  "Monday' or 'the last Friday of every month'.", pos,
-                  len(chunk) if end < 0 else end)
+                  "Monday' or 'the last Friday of every month'.", start, end)
+
+
+def _unknown_word(chunk: str, pos: int) -> tuple[int, int]:
+    """The word a failed head stumbled on: past 'every'/'the' and a number."""
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", chunk[pos:])]
+    words = [(a + pos, b + pos) for a, b in words]
+    i = 0
+    if i < len(words) - 1 and chunk[slice(*words[i])] in ("every", "each", "on", "the"):
+        i += 1
+    qualifier = re.fullmatch(rf"other|{_N}", chunk[slice(*words[i])]) if words else None
+    if qualifier and i < len(words) - 1:
+        i += 1
+    return words[i] if words else (pos, len(chunk))
 
 
 def _h_nth_weekday(m: re.Match[str], d: Draft) -> None:
@@ -168,6 +179,12 @@ def _h_nth_weekday(m: re.Match[str], d: Draft) -> None:
 def _h_nth_day(m: re.Match[str], d: Draft) -> None:
     d.freq, d.interval = "MONTHLY", _every(m.group(2))
     d.parts["bymonthday"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
+
+
+def _h_nth_list_day(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.interval = "MONTHLY", _every(m.group(3))
+    wd = day_index(m.group(2))
+    d.parts["byday"] = tuple((read_ordinal(x), wd) for x in split_list(m.group(1)))
 
 
 def _h_nth_days(m: re.Match[str], d: Draft) -> None:
@@ -191,7 +208,8 @@ def _h_nth_week_days(m: re.Match[str], d: Draft) -> None:
 
 
 def _h_times_per(m: re.Match[str], d: Draft) -> None:
-    d.per_period = _TIMES_PER[m.group(1)]
+    word = m.group(1).removesuffix(" times")
+    d.per_period = {"once": 1, "twice": 2}.get(word) or _every(word)
     d.freq = "HOURLY" if "hour" in m.group(2) else "DAILY"
 
 
@@ -231,13 +249,14 @@ _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
     (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)}) weekdays?{_OF_MONTHS}", _h_nth_weekday),
     (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_MONTHS}", _h_nth_day),
     (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE + ' ' + DAY)}){_OF_MONTHS}", _h_nth_days),
+    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_MONTHS}", _h_nth_list_day),
     (r"(?:every|each|on) (?:weekday|weekend)s?|weekdays|weekends", _h_weekdays),
     (rf"(?:every|each|on) ({_LIST.format(item=_DAY_ITEM)})", _h_days),
     (rf"(?:every|each) (other|second|third|fourth|\d+(?:st|nd|rd|th)?) ({_LIST.format(item=DAY)})",
      _h_nth_week_days),
     (rf"({_LIST.format(item=_DAY_ITEM)})", _h_days),
-    (r"(once|twice|three times|four times|six times) (a day|daily|per day|an hour|per hour)",
-     _h_times_per),
+    (rf"(once|twice|(?:{'|'.join(_COUNT_WORDS)}|\d+) times) "
+     r"(a day|daily|per day|an hour|per hour)", _h_times_per),
     (r"bi-?weekly|bi-?monthly", _h_ambiguous),
     (r"every fortnight|every quarter|yearly|annually|monthly|weekly|daily|hourly|quarterly"
      r"|fortnightly", _h_adverb),
@@ -249,12 +268,16 @@ _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
 
 
 def _clocks(text: str, start: int, end: int) -> list[tuple[int, int, int]]:
-    out = []
+    """The times of a list that starts at chunk[start]; a bad one is marked."""
+    out, cursor = [], 0
     for item in split_list(text):
+        cursor = text.find(item, cursor)
         clock = read_time(item)
         if clock is None:
-            raise Refusal(f"{item!r} is not a time of day.", start, end)
+            raise Refusal(f"{item!r} is not a time of day.", start + cursor,
+                          start + cursor + len(item))
         out.append(clock)
+        cursor += len(item)
     return out
 
 
@@ -320,7 +343,7 @@ def _c_at_times(chunk: str, pos: int, d: Draft) -> int | None:
     m = _m(rf" (?:at|@) ({_LIST.format(item=_CLOCK)})(?![a-z0-9:])", chunk, pos)
     if not m:
         return None
-    d.times += _clocks(m.group(1), pos + 1, m.end())
+    d.times += _clocks(m.group(1), m.start(1), m.end(1))
     return m.end()
 
 
@@ -423,6 +446,8 @@ def _c_except(chunk: str, pos: int, d: Draft) -> int | None:
     if months:
         d.not_months |= set(_months(months.group(1)))
         return months.end()
+    if not chunk[m.end():].strip():
+        raise Refusal("'except' needs weekdays or months after it.", m.start(), m.end())
     raise Refusal(f"Cannot leave out {chunk[m.end():].strip()[:30]!r}: only weekdays and "
                   "months can follow 'except'.", m.end(), len(chunk))
 
