@@ -14,7 +14,7 @@ A block with its own DTSTART (and TZID) is kept as written.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 
@@ -26,7 +26,7 @@ from .describe import describe
 from .engine import PREVIEW_STEPS, SearchTooLong, budget_scope, compile_plan, limited_budget
 from .expand import rule_walk
 from .model import MAX_INPUT_BYTES, Recurrence, Rule, freq_rank
-from .occurrences import occurrences, to_instant, to_wall
+from .occurrences import Shift, gap_shifts, occurrences, to_instant, to_wall
 from .parse_cron import looks_like_cron, parse_cron
 from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
 from .parse_text import parse_text
@@ -43,6 +43,8 @@ class Preview:
     rrule: str
     description: str
     next: list[datetime]
+    # Occurrences in `next` that a DST gap moves ("02:30 does not exist...").
+    shifts: list[Shift] = field(default_factory=list)
 
 
 def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
@@ -173,5 +175,6 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
             zone = get_zone(rec.timezone)
             after = max(after, to_instant(to_wall(start, zone), zone))
         found = occurrences(rec, after=after, count=count)
-    return Preview(rec.input_kind, rec.canonical, describe(rec), found)
+        shifts = gap_shifts(rec, found)
+    return Preview(rec.input_kind, rec.canonical, describe(rec), found, shifts)
 

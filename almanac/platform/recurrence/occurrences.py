@@ -20,6 +20,7 @@ forward the 02:00 fire is moved to 03:00 and merged with the 03:00 one.
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 from zoneinfo import ZoneInfo
@@ -30,7 +31,7 @@ from .engine import SEARCH_STEPS, Budget, SearchTooLong, compile_plan, current_b
 from .expand import rule_walk
 from .model import Recurrence
 from .static import static_reason
-from .zones import get_zone
+from .zones import get_zone, in_gap
 
 # Enough to cover any gap in tzdata (Samoa skipped a whole day in 2011).
 _MAX_SHIFT = timedelta(days=2)
@@ -160,3 +161,53 @@ def _aware(when: datetime, zone: ZoneInfo) -> datetime:
 def _too_costly() -> InvalidRule:
     return InvalidRule("This rule is too costly to evaluate; please simplify it.",
                        details={"position": 0})
+
+
+# ---------------------------------------------------------------- DST notes
+
+
+@dataclass(frozen=True)
+class Shift:
+    """An occurrence moved by a spring-forward gap: `wall` (naive, in the rule's
+    zone) does not exist that day, so it runs at `runs_at`."""
+
+    wall: datetime
+    runs_at: datetime
+
+    @property
+    def note(self) -> str:
+        return (f"{self.wall:%H:%M} does not exist on {self.wall.day} {self.wall:%b %Y}: "
+                f"runs at {self.runs_at:%H:%M}")
+
+
+def gap_shifts(rec: Recurrence, found: list[datetime]) -> list[Shift]:
+    """Which of `found` are moved by a DST gap, and from which wall time.
+
+    Only an occurrence just after a gap can have been moved: its wall time
+    minus the gap's length is a candidate, kept if it does not exist on the
+    clock and the rule produces it. Bounded by the enclosing budget; on
+    running out, the notes found so far are returned.
+    """
+    zone = get_zone(rec.timezone)
+    out = []
+    try:
+        for when in found:
+            wall = _moved_from(rec, when, zone)
+            if wall is not None:
+                out.append(Shift(wall, when))
+    except SearchTooLong:
+        pass
+    return out
+
+
+def _moved_from(rec: Recurrence, when: datetime, zone: ZoneInfo) -> datetime | None:
+    offset = when.utcoffset() or timedelta(0)
+    earlier = (when.astimezone(timezone.utc) - _MAX_SHIFT).astimezone(zone).utcoffset()
+    jump = offset - (earlier or timedelta(0))
+    if jump <= timedelta(0):
+        return None
+    wall = to_wall(when, zone) - jump
+    if not in_gap(wall, zone) or to_instant(wall, zone) != when:
+        return None
+    produced = next(wall_stream(rec, wall, current_budget(SEARCH_STEPS)), None)
+    return wall if produced == wall else None
