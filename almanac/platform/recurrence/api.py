@@ -14,7 +14,7 @@ A block with its own DTSTART (and TZID) is kept as written.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 
@@ -23,17 +23,17 @@ from almanac.errors import ValidationError
 from .analysis import ensure_fires, ensure_min_interval
 from .static import static_reason
 from .describe import describe
-from .engine import SearchTooLong, budget_scope, compile_plan, limited_budget
+from .engine import PREVIEW_STEPS, SearchTooLong, budget_scope, compile_plan, limited_budget
 from .expand import rule_walk
 from .model import MAX_INPUT_BYTES, Recurrence, Rule, freq_rank
-from .occurrences import occurrences, to_instant, to_wall
+from .occurrences import Shift, gap_shifts, occurrences, to_instant, to_wall
 from .parse_cron import looks_like_cron, parse_cron
 from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
 from .parse_text import parse_text
 from .zones import get_zone
 
-# The whole of one preview; SPEC allows 100 ms, the rest is margin for a busy box.
-_PREVIEW_SECONDS = 0.05
+# DTSTART's search gets at most half of the preview's work budget.
+_FIRST_STEPS = PREVIEW_STEPS // 2
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$")
 
 
@@ -43,6 +43,8 @@ class Preview:
     rrule: str
     description: str
     next: list[datetime]
+    # Occurrences in `next` that a DST gap moves ("02:30 does not exist...").
+    shifts: list[Shift] = field(default_factory=list)
 
 
 def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
@@ -66,11 +68,14 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
         return _one_off(text.strip(), timezone)
     if looks_like_cron(text):
         rules, align = parse_cron(text)
-        return _settle("cron", timezone, _align(anchor, align, start is not None), rules)
-    rules, align, once = parse_text(text, to_wall(now, zone))
-    if once is not None:
-        return _build("text", timezone, once, [], [once], [])
-    return _settle("text", timezone, _align(anchor, align, start is not None), rules)
+        # cron times are wall-clock matches whatever the start: the grid of
+        # `*/15` is always :00, :15, ..., and DTSTART its first point >= start.
+        return _settle("cron", timezone, anchor, rules, grid=_align(anchor, align, False))
+    said = parse_text(text, to_wall(now, zone))
+    if said.once is not None:
+        return _build("text", timezone, said.once, [], [said.once, *said.rdates], said.exdates)
+    return _settle("text", timezone, _align(anchor, said.align, start is not None), said.rules,
+                   said.rdates, said.exdates)
 
 
 def _align(anchor: datetime, align: dict[str, int], explicit: bool) -> datetime:
@@ -95,27 +100,31 @@ def _one_off(text: str, timezone: str) -> Recurrence:
 
 
 def _settle(kind: str, tz: str, anchor: datetime, rules: list[Rule],
-            rdates: list[datetime] = (), exdates: list[datetime] = ()) -> Recurrence:  # type: ignore[assignment]
-    """Move DTSTART to the first occurrence and fold one-value times into it."""
+            rdates: list[datetime] = (), exdates: list[datetime] = (),  # type: ignore[assignment]
+            grid: datetime | None = None) -> Recurrence:
+    """Move DTSTART to the first occurrence and fold one-value times into it.
+
+    `grid`, when given, is where an INTERVAL's steps are counted from (it
+    is at or before `anchor`); the first occurrence is still >= `anchor`."""
     # BYSETPOS counts within periods, and dateutil's first week starts at
     # DTSTART: moving DTSTART could change which one is picked, so keep it.
-    first = None if any(r.bysetpos for r in rules) else _first(rules, anchor)
+    first = None if any(r.bysetpos for r in rules) else _first(rules, anchor, grid or anchor)
     if first is None:
-        return _build(kind, tz, anchor, rules, rdates, exdates)
+        return _build(kind, tz, grid or anchor, rules, rdates, exdates)
     # Several rules share one DTSTART: folding one rule's times into it would
     # change the others' defaults, so only a single rule is folded.
     folded = [_fold(r, first) for r in rules] if len(rules) == 1 else list(rules)
     return _build(kind, tz, first, folded, rdates, exdates)
 
 
-def _first(rules: list[Rule], anchor: datetime) -> datetime | None:
+def _first(rules: list[Rule], anchor: datetime, grid: datetime) -> datetime | None:
     found = []
-    if any(static_reason(r, compile_plan(r, anchor)) for r in rules):
+    if any(static_reason(r, compile_plan(r, grid)) for r in rules):
         return None  # ensure_fires will say why; no need to search
-    budget = limited_budget(0.02)
+    budget = limited_budget(_FIRST_STEPS)
     try:
         for rule in rules:
-            walk = rule_walk(rule, compile_plan(rule, anchor), anchor, budget)
+            walk = rule_walk(rule, compile_plan(rule, grid), anchor, budget)
             found.extend(w for w in [next(walk, None)] if w is not None)
     except SearchTooLong:
         return None
@@ -135,6 +144,7 @@ def _fold(rule: Rule, first: datetime) -> Rule:
 def _build(kind: str, tz: str, start: datetime, rules: list[Rule], rdates: list[datetime],
            exdates: list[datetime]) -> Recurrence:
     zone = get_zone(tz)
+    start = start.replace(fold=0)  # the canonical text cannot say fold=1
     rdates_t, exdates_t = tuple(sorted(set(rdates))), tuple(sorted(set(exdates)))
     canonical = format_block(tz, start, rules, rdates_t, exdates_t)
     return Recurrence(kind, tz, to_instant(start, zone), canonical, tuple(rules),
@@ -156,7 +166,7 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
     """What the rule builder shows: canonical form, description, next dates."""
     if not 1 <= count <= 50:
         raise ValidationError("count must be between 1 and 50.", details={"field": "count"})
-    with budget_scope(_PREVIEW_SECONDS):
+    with budget_scope(PREVIEW_STEPS):
         rec = parse(text, timezone, start=start, now=now)
         ensure_fires(rec, now)
         ensure_min_interval(rec, now, min_interval_s)
@@ -165,5 +175,6 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
             zone = get_zone(rec.timezone)
             after = max(after, to_instant(to_wall(start, zone), zone))
         found = occurrences(rec, after=after, count=count)
-    return Preview(rec.input_kind, rec.canonical, describe(rec), found)
+        shifts = gap_shifts(rec, found)
+    return Preview(rec.input_kind, rec.canonical, describe(rec), found, shifts)
 

@@ -33,6 +33,9 @@ def describe(rec: Recurrence) -> str:
 
 
 def describe_rule(rule: Rule, plan: Plan) -> str:
+    ranged = _as_range(rule, plan)
+    if ranged is not None:
+        return ranged + _ends(rule)
     out = [_head(rule, plan)]
     out += _day_clauses(rule, plan)
     out += _time_clauses(rule, plan)
@@ -44,11 +47,52 @@ def describe_rule(rule: Rule, plan: Plan) -> str:
     weeks_matter = rule.freq == "WEEKLY" and (rule.interval > 1 or rule.bysetpos)
     if rule.wkst != 0 and (weeks_matter or rule.byweekno):
         text += f" (weeks start on {day_name(rule.wkst)})"
+    return text + _ends(rule)
+
+
+def _ends(rule: Rule) -> str:
+    text = ""
     if rule.count is not None:
         text += ", once" if rule.count == 1 else f", {rule.count} times"
     if rule.until is not None:
         text += ", until " + datetime_text(rule.until)
     return text
+
+
+def _as_range(rule: Rule, plan: Plan) -> str | None:
+    """"every 5 minutes from 3:00 PM to 3:55 PM on weekdays": times of day in
+    even steps, on plain days, read as a range rather than a list."""
+    daily = rule.freq == "DAILY" or (rule.freq == "WEEKLY" and _plain_days_head(rule, plan))
+    if not daily or rule.interval != 1 or rule.bysetpos or plan.days.nth:
+        return None
+    if rule.bymonthday or rule.byyearday or rule.byweekno or len(plan.seconds) != 1:
+        return None
+    size = len(plan.hours) * len(plan.minutes)
+    if not 3 <= size <= 1440:
+        return None
+    times = sorted(h * 3600 + m * 60 + plan.seconds[0] for h in plan.hours for m in plan.minutes)
+    steps = {b - a for a, b in zip(times, times[1:])}
+    if len(steps) != 1:
+        return None
+    step = steps.pop()
+    every = _every_span(step)
+    first, last = times[0], times[-1]
+    text = (f"{every} from {clock(first // 3600, first // 60 % 60, first % 60)} "
+            f"to {clock(last // 3600, last // 60 % 60, last % 60)}")
+    if rule.byday:
+        days = sorted(plan.days.plain)
+        text += " on " + ("weekdays" if set(days) == _WEEKDAYS else join([day_name(d) for d in days]))
+    if rule.bymonth:
+        text += " in " + join([month_name(m) for m in rule.bymonth])
+    return text
+
+
+def _every_span(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        n, unit = seconds // 3600, "hour"
+    else:
+        n, unit = seconds // 60, "minute"
+    return f"every {unit}" if n == 1 else f"every {n} {unit}s"
 
 
 def _is_weekdays(rule: Rule, plan: Plan) -> bool:

@@ -14,7 +14,7 @@ from DTSTART, BYSETPOS over the period's sorted set, DTSTART itself counted
 only if it matches). BYWEEKNO periods are ISO-style week-years that start on
 WKST.
 
-Every loop ticks a `Budget`; the search also stops once it has looked one
+Every loop ticks a `Budget` of work steps (never a clock); the search also stops once it has looked one
 full period of the rule (the Gregorian 400-year cycle combined with the
 INTERVAL) past the last occurrence, because after that the pattern repeats.
 """
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -39,41 +38,50 @@ _PERIODS_PER_CYCLE = {"YEARLY": 400, "MONTHLY": 4800, "WEEKLY": 20871, "DAILY": 
 
 
 class SearchTooLong(Exception):
-    """The time budget ran out before the search could decide."""
+    """The work budget ran out before the search could decide."""
+
+
+# One step is one bounded piece of work (a candidate year, day or period
+# looked at). Counting work instead of reading a clock makes the answer a
+# function of the rule alone: a busy machine is slower, never differently
+# right. A step costs about 1-4 us, so a preview's 6,000 stay within 50 ms
+# (SPEC: 100 ms); a worker's search for the next fire may do more.
+PREVIEW_STEPS = 6_000
+SEARCH_STEPS = 100_000
 
 
 class Budget:
-    """A wall-time cap on one evaluation, checked every few dozen steps.
+    """A cap on the work of one evaluation, counted in steps.
 
-    It measures elapsed processor-independent time (perf_counter), not the
-    date: the functions stay pure in `now`. One budget may be shared by the
-    several searches of one request (see `budget_scope`).
+    A budget made by `sub` also spends its parent's steps, so one budget may
+    be shared by the several searches of one request (see `budget_scope`).
     """
 
-    def __init__(self, seconds: float = 0.06) -> None:
-        self.deadline = time.perf_counter() + seconds
+    def __init__(self, steps: int = SEARCH_STEPS, parent: "Budget | None" = None) -> None:
+        self.limit = steps
         self.steps = 0
+        self.parent = parent
 
-    def sub(self, seconds: float) -> "Budget":
-        """A budget ending after `seconds` or with this one, whichever is first."""
-        child = Budget(seconds)
-        child.deadline = min(child.deadline, self.deadline)
-        return child
+    def sub(self, steps: int) -> "Budget":
+        """A budget of at most `steps` that also draws on this one."""
+        return Budget(steps, self)
 
     def tick(self) -> None:
         self.steps += 1
-        if self.steps & 15 == 0 and time.perf_counter() > self.deadline:
+        if self.steps > self.limit:
             raise SearchTooLong
+        if self.parent is not None:
+            self.parent.tick()
 
 
 _SCOPE: ContextVar[Budget | None] = ContextVar("recurrence_budget", default=None)
 
 
 @contextmanager
-def budget_scope(seconds: float) -> Iterator[Budget]:
-    """Share one time budget between every search made inside the block."""
+def budget_scope(steps: int) -> Iterator[Budget]:
+    """Share one work budget between every search made inside the block."""
     outer = _SCOPE.get()
-    budget = outer.sub(seconds) if outer is not None else Budget(seconds)
+    budget = outer.sub(steps) if outer is not None else Budget(steps)
     token = _SCOPE.set(budget)
     try:
         yield budget
@@ -81,21 +89,16 @@ def budget_scope(seconds: float) -> Iterator[Budget]:
         _SCOPE.reset(token)
 
 
-def current_budget(seconds: float) -> Budget:
-    """The enclosing scope's budget, or a fresh one of `seconds`."""
+def current_budget(steps: int) -> Budget:
+    """The enclosing scope's budget, or a fresh one of `steps`."""
     outer = _SCOPE.get()
-    return outer if outer is not None else Budget(seconds)
+    return outer if outer is not None else Budget(steps)
 
 
-def limited_budget(seconds: float) -> Budget:
-    """At most `seconds`, and never past the enclosing scope's deadline."""
+def limited_budget(steps: int) -> Budget:
+    """At most `steps`, and never past the enclosing scope's budget."""
     outer = _SCOPE.get()
-    return outer.sub(seconds) if outer is not None else Budget(seconds)
-
-    def tick(self) -> None:
-        self.steps += 1
-        if self.steps & 15 == 0 and time.perf_counter() > self.deadline:
-            raise SearchTooLong
+    return outer.sub(steps) if outer is not None else Budget(steps)
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,14 @@ for ever.
 from __future__ import annotations
 
 import bisect
-from datetime import date, datetime
+from collections import deque
+from datetime import date, datetime, timedelta
 from typing import Iterator, Sequence
+from zoneinfo import ZoneInfo
 
 from .engine import MAX_ORDINAL, Budget, Candidates, Plan, cycle_days, jan1, week1_start
 from .model import UNIT_SECONDS, Rule
+from .zones import in_gap, wall_utc
 
 Clock = tuple[int, int, int]
 
@@ -209,20 +212,54 @@ def _period_set(plan: Plan, day: int, sod: int) -> list[datetime]:
     return [_at(day, t) for t in times]
 
 
-def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget) -> Iterator[datetime]:
-    """Apply COUNT (counted from DTSTART) and UNTIL to `walk`."""
+def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget,
+              zone: ZoneInfo | None = None) -> Iterator[datetime]:
+    """Apply COUNT (counted from DTSTART) and UNTIL to `walk`, as instants.
+
+    With `zone`, UNTIL is compared with the instant each wall time fires
+    at (so an UNTIL in the second pass of a repeated hour is honoured), and
+    COUNT counts fired occurrences: a wall time that a gap moves onto an
+    instant already counted is the same occurrence and is not counted twice.
+    """
     hard = MAX_ORDINAL
+    until = None
     if rule.until is not None:
-        hard = min(hard, rule.until.toordinal())
+        hard = min(hard, rule.until.toordinal() + 2)  # a gap moves a time by < 2 days
+        until = wall_utc(rule.until, zone)
     begin = plan.anchor if rule.count is not None else start
     left = rule.count
+    counted = _Recent()
     for when in walk(plan, begin, budget, hard):
-        if rule.until is not None and when > rule.until:
+        budget.tick()  # converting and counting an occurrence is work too
+        utc = wall_utc(when, zone)
+        if until is not None and utc > until:
+            if in_gap(when, zone):
+                continue  # moved past UNTIL; later wall times may still fit
             return
         if left is not None:
+            if zone is not None and counted.seen(utc):
+                continue
             if left == 0:
                 return
             left -= 1
         if when >= start:
             yield when
 
+
+class _Recent:
+    """The instants of the last two days (no gap is longer), to tell a wall
+    time that a gap moved onto an instant already counted."""
+
+    def __init__(self) -> None:
+        self.order: deque[datetime] = deque()
+        self.members: set[datetime] = set()
+
+    def seen(self, utc: datetime) -> bool:
+        if utc in self.members:
+            return True
+        self.order.append(utc)
+        self.members.add(utc)
+        horizon = utc - timedelta(days=2)
+        while self.order[0] < horizon:
+            self.members.discard(self.order.popleft())
+        return False

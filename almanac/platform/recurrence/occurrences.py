@@ -20,31 +20,32 @@ forward the 02:00 fire is moved to 03:00 and merged with the 03:00 one.
 from __future__ import annotations
 
 import heapq
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Iterator
 from zoneinfo import ZoneInfo
 
 from almanac.errors import InvalidRule
 
-from .engine import Budget, SearchTooLong, compile_plan, current_budget
+from .engine import SEARCH_STEPS, Budget, SearchTooLong, compile_plan, current_budget
 from .expand import rule_walk
 from .model import Recurrence
 from .static import static_reason
-from .zones import get_zone
+from .zones import get_zone, in_gap
 
 # Enough to cover any gap in tzdata (Samoa skipped a whole day in 2011).
 _MAX_SHIFT = timedelta(days=2)
-_SEARCH_SECONDS = 0.06
 
 
 def to_instant(wall: datetime, zone: ZoneInfo) -> datetime:
     """Wall-clock time to an aware datetime, with the SPEC's DST choices.
 
-    fold=0 picks the first of a repeated time; for a time in a gap it picks
+    fold=0 (every time the rules make) picks the first of a repeated time;
+    fold=1 (an UNTIL or RDATE given in UTC) the second; for a time in a gap it picks
     the offset in force before the gap, so the round trip through UTC moves
     it forward by the gap's length.
     """
-    return wall.replace(tzinfo=zone, fold=0).astimezone(timezone.utc).astimezone(zone)
+    return wall.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
 
 
 def to_wall(when: datetime, zone: ZoneInfo) -> datetime:
@@ -57,8 +58,10 @@ def to_wall(when: datetime, zone: ZoneInfo) -> datetime:
 def wall_stream(rec: Recurrence, start: datetime, budget: Budget) -> Iterator[datetime]:
     """All wall-clock occurrences >= start: rules, RDATEs, minus EXDATEs."""
     plans = [(r, compile_plan(r, rec.start_wall)) for r in rec.rules]
+    zone = get_zone(rec.timezone)
     # A rule the static checks prove silent is skipped rather than searched.
-    streams = [rule_walk(r, p, start, budget) for r, p in plans if static_reason(r, p) is None]
+    streams = [rule_walk(r, p, start, budget, zone) for r, p in plans
+               if static_reason(r, p) is None]
     extra = set(rec.rdates)
     if not rec.rules:
         extra.add(rec.start_wall)  # a block without RRULE fires at DTSTART
@@ -117,14 +120,15 @@ def occurrences(rec: Recurrence, *, after: datetime, count: int) -> list[datetim
     """The first `count` occurrences at or after `after` (and DTSTART), in the
     rule's zone with their offsets. A naive `after` is wall-clock time in the
     rule's zone. Bounded: raises InvalidRule if the rule is too costly to
-    evaluate within the time budget (which no tested rule does)."""
+    evaluate within the work budget (which no tested rule does); the same
+    rule always gets the same answer, however busy the machine."""
     zone = get_zone(rec.timezone)
     after = _aware(after, zone)
     out: list[datetime] = []
     if count <= 0:
         return out
     try:
-        for when in instant_stream(rec, after, current_budget(_SEARCH_SECONDS)):
+        for when in instant_stream(rec, after, current_budget(SEARCH_STEPS)):
             out.append(when)
             if len(out) >= count:
                 break
@@ -142,7 +146,7 @@ def next_after(rec: Recurrence, after: datetime) -> datetime | None:
     after = _aware(after, zone)
     try:
         after_utc = after.astimezone(timezone.utc)
-        for when in instant_stream(rec, after, current_budget(_SEARCH_SECONDS)):
+        for when in instant_stream(rec, after, current_budget(SEARCH_STEPS)):
             if when.astimezone(timezone.utc) > after_utc:
                 return when
     except SearchTooLong:
@@ -157,3 +161,53 @@ def _aware(when: datetime, zone: ZoneInfo) -> datetime:
 def _too_costly() -> InvalidRule:
     return InvalidRule("This rule is too costly to evaluate; please simplify it.",
                        details={"position": 0})
+
+
+# ---------------------------------------------------------------- DST notes
+
+
+@dataclass(frozen=True)
+class Shift:
+    """An occurrence moved by a spring-forward gap: `wall` (naive, in the rule's
+    zone) does not exist that day, so it runs at `runs_at`."""
+
+    wall: datetime
+    runs_at: datetime
+
+    @property
+    def note(self) -> str:
+        return (f"{self.wall:%H:%M} does not exist on {self.wall.day} {self.wall:%b %Y}: "
+                f"runs at {self.runs_at:%H:%M}")
+
+
+def gap_shifts(rec: Recurrence, found: list[datetime]) -> list[Shift]:
+    """Which of `found` are moved by a DST gap, and from which wall time.
+
+    Only an occurrence just after a gap can have been moved: its wall time
+    minus the gap's length is a candidate, kept if it does not exist on the
+    clock and the rule produces it. Bounded by the enclosing budget; on
+    running out, the notes found so far are returned.
+    """
+    zone = get_zone(rec.timezone)
+    out = []
+    try:
+        for when in found:
+            wall = _moved_from(rec, when, zone)
+            if wall is not None:
+                out.append(Shift(wall, when))
+    except SearchTooLong:
+        pass
+    return out
+
+
+def _moved_from(rec: Recurrence, when: datetime, zone: ZoneInfo) -> datetime | None:
+    offset = when.utcoffset() or timedelta(0)
+    earlier = (when.astimezone(timezone.utc) - _MAX_SHIFT).astimezone(zone).utcoffset()
+    jump = offset - (earlier or timedelta(0))
+    if jump <= timedelta(0):
+        return None
+    wall = to_wall(when, zone) - jump
+    if not in_gap(wall, zone) or to_instant(wall, zone) != when:
+        return None
+    produced = next(wall_stream(rec, wall, current_budget(SEARCH_STEPS)), None)
+    return wall if produced == wall else None

@@ -53,18 +53,48 @@ def looks_like_rrule(text: str) -> bool:
 
 
 def parse_block(text: str, default_tz: str) -> Block:
-    """Parse a bare rule, an `RRULE:` line, or a block of content lines."""
+    """Parse a bare rule, an `RRULE:` line, or a block of content lines.
+
+    RFC 5545 line folding is undone first (a line break followed by a space
+    or tab continues the line); positions then count in the unfolded text.
+    Blank lines and whitespace around the block or its lines are ignored.
+    """
     block = Block(None, None, [], [], [])
     offset = 0
-    for raw in text.split("\n"):
+    utc_until: list[tuple[bool, int]] = []
+    for raw in _FOLD.sub("", text).split("\n"):
         line = raw.rstrip("\r")
         start = offset + len(line) - len(line.lstrip())
         offset += len(raw) + 1
         if line.strip():
             _parse_line(line.strip(), start, block, default_tz)
+            utc_until += _until_forms(line, start)
     if not block.rules and block.start is None and not block.rdates:
         raise fail("The rule is empty.", 0)
+    if block.tzid is not None and block.start is not None:
+        for is_utc, pos in utc_until:
+            if not is_utc:
+                raise fail("With DTSTART;TZID=..., UNTIL must be a UTC time ending in Z "
+                           "(RFC 5545 3.3.10), e.g. UNTIL=20261231T230000Z.", pos)
     return block
+
+
+# A fold is a line break then one space or tab; an indented line that starts
+# a property of its own (a block pasted with indentation) is not a fold.
+_FOLD = re.compile(r"\r?\n[ \t](?![ \t]*(?:DTSTART|RRULE|RDATE|EXDATE)[;:])", re.IGNORECASE)
+_UNTIL = re.compile(r"UNTIL=([0-9TZtz]*)", re.IGNORECASE)
+
+
+def _until_forms(line: str, start: int) -> list[tuple[bool, int]]:
+    """(written in UTC, position) of each UNTIL with a time in a rule line."""
+    if line.strip().upper().startswith(("DTSTART", "RDATE", "EXDATE")):
+        return []
+    found = []
+    for m in _UNTIL.finditer(line):
+        value = m.group(1).upper()
+        if "T" in value:
+            found.append((value.endswith("Z"), start - (len(line) - len(line.lstrip())) + m.start()))
+    return found
 
 
 def _parse_line(line: str, pos: int, block: Block, default_tz: str) -> None:
@@ -83,6 +113,9 @@ def _parse_line(line: str, pos: int, block: Block, default_tz: str) -> None:
         if block.start is not None:
             raise fail("DTSTART is given twice.", pos)
         block.tzid = _tzid(params, pos) or block.tzid
+        if block.tzid is not None and value.strip().upper().endswith("Z"):
+            raise fail("DTSTART;TZID=... takes a local time, without the Z of UTC "
+                       "(RFC 5545 3.3.5).", vpos)
         block.start = parse_datetime(value, vpos, block.tzid or default_tz)
     elif name in ("RDATE", "EXDATE"):
         tz = _tzid(params, pos) or block.tzid or default_tz

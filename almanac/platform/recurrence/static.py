@@ -57,10 +57,10 @@ def _nth_weekday(rule: Rule, plan: Plan) -> str | None:
 def _setpos(rule: Rule, plan: Plan) -> str | None:
     if not plan.setpos:
         return None
-    days = _max_days_per_period(plan)
-    size = days * len(plan.hours) * len(plan.minutes) * len(plan.seconds)
     if plan.freq in UNIT_SECONDS:
         size = _expansion_size(plan)
+    else:
+        size = _max_days_per_period(plan) * len(plan.hours) * len(plan.minutes) * len(plan.seconds)
     if all(abs(p) > size for p in plan.setpos):
         p = min(plan.setpos, key=abs)
         period = {"YEARLY": "year", "MONTHLY": "month", "WEEKLY": "week", "DAILY": "day",

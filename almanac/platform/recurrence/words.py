@@ -58,7 +58,7 @@ def datetime_text(d: datetime) -> str:
 # ---------------------------------------------------------------- reading
 
 ORDINAL_RE = r"(?:(?:\d+(?:st|nd|rd|th)|first|second|third|fourth|fifth)(?: to)?(?: last)?|last)"
-TIME_RE = (r"(?:noon|midnight|\d{1,2}(?::\d{2}){0,2}\s*(?:am|pm|a\.m\.|p\.m\.)"
+TIME_RE = (r"(?:noon|midnight|\d{1,2}(?::\d{2}){0,2}\s*(?:am|pm|a\.m\.?|p\.m\.?)"
            r"|\d{1,2}:\d{2}(?::\d{2})?)")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -25,3 +26,21 @@ def get_zone(name: str, position: int = 0) -> ZoneInfo:
             details={"position": position},
         )
     return zone
+
+
+def wall_utc(wall: datetime, zone: ZoneInfo | None) -> datetime:
+    """A naive wall time as a naive UTC instant, honouring its `fold`
+    (engine times have fold=0: the first of a repeated time; a time in a
+    gap takes the offset before it, so it moves forward by the gap)."""
+    if zone is None:
+        return wall
+    aware = wall.replace(tzinfo=zone).astimezone(timezone.utc)
+    return aware.replace(tzinfo=None)
+
+
+def in_gap(wall: datetime, zone: ZoneInfo | None) -> bool:
+    """True if `wall` does not exist on the clock of `zone` (a spring-forward gap)."""
+    if zone is None:
+        return False
+    back = wall.replace(tzinfo=zone, fold=0).astimezone(timezone.utc).astimezone(zone)
+    return back.replace(tzinfo=None) != wall

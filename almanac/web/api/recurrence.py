@@ -22,11 +22,20 @@ class PreviewIn(BaseModel):
     count: int = Field(default=10, ge=1, le=50)
 
 
+class ShiftOut(BaseModel):
+    """An occurrence a DST gap moves: the wall time asked for does not exist that day."""
+
+    scheduled: str = Field(description="The wall-clock time the rule asks for (no offset: it does not exist).")
+    runs_at: datetime
+    note: str
+
+
 class PreviewOut(BaseModel):
     input_kind: str
     rrule: str
     description: str
     next: list[datetime]
+    shifts: list[ShiftOut] = []
 
 
 @router.post("/preview")
@@ -35,4 +44,6 @@ def preview(body: PreviewIn, principal: CurrentPrincipal, services: ServicesDep)
         body.rule, body.timezone, start=body.start, now=services.clock.now(), count=body.count,
         min_interval_s=principal.min_interval_seconds,
     )
-    return PreviewOut(input_kind=result.input_kind, rrule=result.rrule, description=result.description, next=result.next)
+    shifts = [ShiftOut(scheduled=s.wall.isoformat(), runs_at=s.runs_at, note=s.note) for s in result.shifts]
+    return PreviewOut(input_kind=result.input_kind, rrule=result.rrule, description=result.description,
+                      next=result.next, shifts=shifts)

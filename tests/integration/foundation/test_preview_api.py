@@ -56,3 +56,15 @@ def test_count_and_timezone_are_validated(client: Any) -> None:
     assert client.post("/api/v1/recurrence/preview", json={"rule": "@daily", "count": 51}).json()["error"]["code"] == "validation_error"
     bad_zone = client.post("/api/v1/recurrence/preview", json={"rule": "@daily", "timezone": "Mars/Olympus"})
     assert bad_zone.status_code == 422 and bad_zone.json()["error"]["code"] == "invalid_rule"
+
+
+def test_preview_lists_occurrences_moved_by_a_dst_gap(client: Any) -> None:
+    body = client.post("/api/v1/recurrence/preview", json={
+        "rule": "DTSTART;TZID=Europe/Berlin:20270326T023000\nRRULE:FREQ=DAILY;COUNT=3",
+        "timezone": "Europe/Berlin", "count": 3}).json()
+    assert body["next"] == ["2027-03-26T02:30:00+01:00", "2027-03-27T02:30:00+01:00",
+                            "2027-03-28T03:30:00+02:00"]
+    assert body["shifts"] == [{"scheduled": "2027-03-28T02:30:00", "runs_at": "2027-03-28T03:30:00+02:00",
+                               "note": "02:30 does not exist on 28 Mar 2027: runs at 03:30"}]
+    plain = client.post("/api/v1/recurrence/preview", json={"rule": "every day at 9am", "count": 2}).json()
+    assert plain["shifts"] == []

@@ -67,3 +67,10 @@ def test_empty_rule_asks_for_one(signed_in):
 def test_preview_needs_sign_in(browser):
     response = browser().get("/rules/preview", params={"rule": "daily"}, headers={"HX-Request": "true"})
     assert response.status_code == 204 and response.headers["HX-Redirect"].startswith("/login")
+
+
+def test_rule_builder_shows_a_dst_move(signed_in):
+    rule = "DTSTART;TZID=Europe/Berlin:20270326T023000\nRRULE:FREQ=DAILY;COUNT=3"
+    html = signed_in().get("/rules/preview", params={"rule": rule, "timezone": "Europe/Berlin"}).text
+    assert '<li class="dst-note">02:30 does not exist on 28 Mar 2027: runs at 03:30</li>' in html
+    assert len(_items(html)) == 3

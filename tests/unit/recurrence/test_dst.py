@@ -77,3 +77,29 @@ def test_naive_after_is_wall_clock_in_the_rule_zone() -> None:
     rec = load("DTSTART;TZID=America/New_York:20260101T090000\nRRULE:FREQ=DAILY")
     got = occurrences(rec, after=datetime(2026, 7, 1, 9, 0), count=1)
     assert got[0].isoformat() == "2026-07-01T09:00:00-04:00"
+
+
+# ---------------------------------------------------------------- preview notes
+
+
+@pytest.mark.parametrize(("zone", "rule", "now", "notes"), [
+    pytest.param("Europe/Berlin", "every day at 2:30", "2026-03-27T00:00:00+00:00",
+                 ["02:30 does not exist on 29 Mar 2026: runs at 03:30"], id="berlin-daily-0230"),
+    pytest.param("America/New_York", "0 2 * * *", "2026-03-06T12:00:00+00:00",
+                 ["02:00 does not exist on 8 Mar 2026: runs at 03:00"], id="new-york-cron-0200"),
+    pytest.param("Australia/Lord_Howe", "every day at 2:15", "2026-10-02T00:00:00+00:00",
+                 ["02:15 does not exist on 4 Oct 2026: runs at 02:45"], id="lord-howe-half-hour"),
+    pytest.param("Europe/Berlin", "every day at 3:30", "2026-03-27T00:00:00+00:00", [],
+                 id="after-the-gap-nothing-moves"),
+    pytest.param("Europe/Berlin", "every day at 2:30", "2026-10-23T00:00:00+00:00", [],
+                 id="fall-back-is-not-a-move"),
+])
+def test_preview_says_when_a_gap_moves_an_occurrence(zone: str, rule: str, now: str,
+                                                     notes: list[str]) -> None:
+    from datetime import datetime as dt
+
+    from almanac.platform.recurrence import preview
+
+    p = preview(rule, zone, start=None, now=dt.fromisoformat(now), count=5)
+    assert [s.note for s in p.shifts] == notes
+    assert all(s.runs_at in p.next for s in p.shifts)

@@ -72,7 +72,7 @@ def _valid(rule: str) -> bool:
 
 def _ours(rule: str, start: datetime, count: int) -> list[datetime] | None:
     parsed = parse_rule(rule, 0, "UTC")
-    walk = rule_walk(parsed, compile_plan(parsed, start), start, Budget(0.2))
+    walk = rule_walk(parsed, compile_plan(parsed, start), start, Budget(200_000))
     out: list[datetime] = []
     try:
         for when in walk:
@@ -119,7 +119,7 @@ def test_subdaily_expansion_matches_dateutil(rule: str, start: datetime) -> None
 def test_occurrences_strictly_increase(rule: str, start: datetime, zone: str) -> None:
     assume(_valid(rule))
     rec = load(f"DTSTART;TZID={zone}:{start:%Y%m%dT%H%M%S}\nRRULE:{rule}")
-    with budget_scope(5.0):
+    with budget_scope(10_000_000):
         got = occurrences(rec, after=rec.dtstart - timedelta(days=1), count=40)
     utc = [d.astimezone(timezone.utc) for d in got]
     assert all(a < b for a, b in zip(utc, utc[1:]))
@@ -133,7 +133,7 @@ def test_description_parses_back_to_the_same_dates(rule: str, start: datetime, z
     assume(_valid(rule))
     rec = load(f"DTSTART;TZID={zone}:{start:%Y%m%dT%H%M%S}\nRRULE:{rule}")
     text = describe(rec)
-    with budget_scope(5.0):  # generous: a busy test box must not cut the search short
+    with budget_scope(10_000_000):  # generous: a busy test box must not cut the search short
         again = parse(text, zone, start=start, now=rec.dtstart)
         want = occurrences(rec, after=rec.dtstart, count=15)
         got = occurrences(again, after=rec.dtstart, count=15)
@@ -152,7 +152,7 @@ def test_never_fires_agrees_with_exhaustive_search(rule: str, start: datetime) -
     start = start.replace(second=0, microsecond=0)
     rec = load(f"DTSTART;TZID=UTC:{start:%Y%m%dT%H%M%S}\nRRULE:{rule}")
     try:
-        with budget_scope(5.0):
+        with budget_scope(10_000_000):
             ensure_fires(rec, rec.dtstart)
         ours = True
     except NeverFires:

@@ -1,0 +1,564 @@
+"""The English grammar: a head ("every 2 weeks", "the last Friday of every
+month", "twice a day") then clauses, each a row of a table (a pattern and
+what it sets). The reader must consume every character of the phrase; the
+first words no row reads are refused (`Refusal`, with their span), so nothing
+is dropped or guessed. To teach it a phrasing, add a row.
+
+Choices where English is loose (README, "Recurrence: English"): bare numbers
+in a list of times are hours on the 24-hour clock ("at 10, 12 and 17");
+"between 9 and 5" reads the smaller end as afternoon (9:00 to 17:00); time
+ranges include both ends; "every 2 hours starting at 9am" runs from 9:00 to
+the end of each day; "twice a day" alone is every 12 hours from midnight;
+"biweekly" and "bimonthly" are refused as ambiguous.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+from .model import Rule
+from .parse_rrule import parse_rule
+from .words import (DAY_NAMES, MONTH_NAMES, ORDINAL_RE, TIME_RE, UNIT_FREQ, WORD_NUMBERS,
+                    read_ordinal, read_time, split_list)
+
+DAY = (r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?"
+       r"|mon|tues?|wed|thu|thur|thurs|fri|sat|sun)")
+MONTH = r"(?:" + "|".join(MONTH_NAMES) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+_SEP = r"(?:,\s*|\s+and\s+|,\s+and\s+|\s*&\s*)"
+_LIST = r"(?:{item})(?:" + _SEP + r"(?:{item}))*"
+_TO = r"(?:\s*-\s*|\s+to\s+|\s+through\s+|\s+thru\s+|\s+until\s+)"
+_DAY_ITEM = rf"(?:{DAY}{_TO}{DAY}|{DAY})"
+_MONTH_ITEM = rf"(?:{MONTH}{_TO}{MONTH}|{MONTH})"
+_UNIT = r"(?:year|month|week|day|hour|minute|second)s?"
+_NUMS = r"\d+(?:(?:,\s*|\s+and\s+)\d+(?! times))*"
+_CLOCK = rf"(?:{TIME_RE}|\d{{1,2}}(?![0-9]| times))"
+_COUNT_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+                "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, **WORD_NUMBERS}
+_N = r"(?:\d+(?:\.\d+)?|" + "|".join(_COUNT_WORDS) + ")"
+_ADVERBS = {"yearly": ("YEARLY", 1), "annually": ("YEARLY", 1), "monthly": ("MONTHLY", 1),
+            "weekly": ("WEEKLY", 1), "daily": ("DAILY", 1), "hourly": ("HOURLY", 1),
+            "quarterly": ("MONTHLY", 3), "fortnightly": ("WEEKLY", 2),
+            "every fortnight": ("WEEKLY", 2), "every quarter": ("MONTHLY", 3)}
+_SMALLER = {"hour": ("minute", 60), "minute": ("second", 60)}
+_WEEKDAYS = tuple((0, i) for i in range(5))
+_WEEKEND = ((0, 5), (0, 6))
+
+
+class Refusal(Exception):
+    """Words the grammar cannot read: chunk[start:end]."""
+
+    def __init__(self, message: str, start: int, end: int) -> None:
+        super().__init__(message)
+        self.message, self.start, self.end = message, start, end
+
+
+@dataclass
+class Draft:
+    freq: str | None = None
+    interval: int = 1
+    parts: dict[str, object] = field(default_factory=dict)
+    times: list[tuple[int, int, int]] = field(default_factory=list)
+    span: tuple[tuple[int, int, int], tuple[int, int, int]] | None = None
+    per_period: int | None = None
+    not_days: set[int] = field(default_factory=set)
+    not_months: set[int] = field(default_factory=set)
+    sub_unit: str | None = None  # "minute" when "every 1.5 hours" became 90 minutes
+
+
+def read_rules(chunk: str) -> tuple[list[Rule], dict[str, int]]:
+    """The rules `chunk` says, and the DTSTART rounding; or Refusal."""
+    d = Draft()
+    pos = _lead(chunk, d)
+    pos = _head(chunk, pos, d)
+    while pos < len(chunk):
+        for reader in CLAUSES:
+            nxt = reader(chunk, pos, d)
+            if nxt is not None:
+                pos = nxt
+                break
+        else:
+            raise Refusal(f"Cannot understand {chunk[pos:].strip()[:40]!r}.", pos, len(chunk))
+    return _finish(d, chunk)
+
+
+def _m(pattern: str, chunk: str, pos: int) -> re.Match[str] | None:
+    return re.compile(pattern).match(chunk, pos)
+
+
+def _number(word: str, start: int, end: int) -> int:
+    if word in _COUNT_WORDS:
+        return _COUNT_WORDS[word]
+    if not word.isdigit() or int(word) < 1:
+        raise Refusal(f"{word!r} is not a whole number of 1 or more.", start, end)
+    return int(word)
+
+
+def day_index(word: str) -> int:
+    word = word.rstrip("s") if word.endswith("days") else word
+    return next(i for i, d in enumerate(DAY_NAMES) if d.startswith(word[:3]))
+
+
+def month_index(word: str) -> int:
+    return next(i + 1 for i, m in enumerate(MONTH_NAMES) if m.startswith(word[:3]))
+
+
+def _days(text: str) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for item in split_list(text):
+        item = item.removeprefix("the ")
+        if item in ("weekdays", "weekday"):
+            out += _WEEKDAYS
+        elif item in ("weekends", "weekend"):
+            out += _WEEKEND
+        elif m := re.fullmatch(rf"({DAY}){_TO}({DAY})", item):
+            a, b = day_index(m.group(1)), day_index(m.group(2))
+            out += [(0, (a + k) % 7) for k in range((b - a) % 7 + 1)]
+        elif m := re.fullmatch(rf"({ORDINAL_RE}) ({DAY})", item):
+            out.append((read_ordinal(m.group(1)), day_index(m.group(2))))
+        else:
+            out.append((0, day_index(item)))
+    return tuple(sorted(set(out)))
+
+
+def _months(text: str) -> tuple[int, ...]:
+    out: set[int] = set()
+    for item in split_list(text):
+        if m := re.fullmatch(rf"({MONTH}){_TO}({MONTH})", item):
+            a, b = month_index(m.group(1)), month_index(m.group(2))
+            out |= {(a - 1 + k) % 12 + 1 for k in range((b - a) % 12 + 1)}
+        else:
+            out.add(month_index(item))
+    return tuple(sorted(out))
+
+
+# ---------------------------------------------------------------- head
+
+
+def _lead(chunk: str, d: Draft) -> int:
+    """"at 9am every day": times may come first."""
+    m = _m(rf"(?:at|@) ({_LIST.format(item=_CLOCK)}) (?=every|each|on|daily|weekdays)", chunk, 0)
+    if not m:
+        return 0
+    d.times += _clocks(m.group(1), m.start(1), m.end(1))
+    return m.end() - 1
+
+
+def _head(chunk: str, pos: int, d: Draft) -> int:
+    lead = " ?" if pos else ""
+    for pattern, handler in _HEADS:
+        m = _m(lead + "(?:" + pattern + r")(?![a-z0-9])", chunk, pos)
+        if m:
+            handler(m, d)
+            return m.end()
+    start, end = _unknown_word(chunk, pos)
+    raise Refusal("Cannot understand the rule: start like 'every day', 'every 2 weeks on "
+                  "Monday' or 'the last Friday of every month'.", start, end)
+
+
+def _unknown_word(chunk: str, pos: int) -> tuple[int, int]:
+    """The word a failed head stumbled on: past 'every'/'the' and a number."""
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", chunk[pos:])]
+    words = [(a + pos, b + pos) for a, b in words]
+    i = 0
+    if i < len(words) - 1 and chunk[slice(*words[i])] in ("every", "each", "on", "the"):
+        i += 1
+    qualifier = re.fullmatch(rf"other|{_N}", chunk[slice(*words[i])]) if words else None
+    if qualifier and i < len(words) - 1:
+        i += 1
+    return words[i] if words else (pos, len(chunk))
+
+
+def _h_nth_weekday(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.interval = "MONTHLY", _every(m.group(2))
+    d.parts["byday"] = _WEEKDAYS
+    d.parts["bysetpos"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
+
+
+def _h_nth_day(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.interval = "MONTHLY", _every(m.group(2))
+    d.parts["bymonthday"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
+
+
+def _h_nth_list_day(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.interval = "MONTHLY", _every(m.group(3))
+    wd = day_index(m.group(2))
+    d.parts["byday"] = tuple((read_ordinal(x), wd) for x in split_list(m.group(1)))
+
+
+def _h_nth_days(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.interval = "MONTHLY", _every(m.group(2))
+    d.parts["byday"] = _days(m.group(1))
+
+
+def _h_weekdays(m: re.Match[str], d: Draft) -> None:
+    d.freq = "WEEKLY"
+    d.parts["byday"] = _WEEKEND if "weekend" in m.group(0) else _WEEKDAYS
+
+
+def _h_days(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.parts["byday"] = "WEEKLY", _days(m.group(1))
+
+
+def _h_nth_week_days(m: re.Match[str], d: Draft) -> None:
+    word = re.sub(r"(st|nd|rd|th)$", "", m.group(1)) if m.group(1)[0].isdigit() else m.group(1)
+    d.freq, d.interval = "WEEKLY", _every(word)
+    d.parts["byday"] = _days(m.group(2))
+
+
+def _h_times_per(m: re.Match[str], d: Draft) -> None:
+    word = m.group(1).removesuffix(" times")
+    d.per_period = {"once": 1, "twice": 2}.get(word) or _every(word)
+    d.freq = "HOURLY" if "hour" in m.group(2) else "DAILY"
+
+
+def _h_every(m: re.Match[str], d: Draft) -> None:
+    unit = m.group(2).rstrip("s")
+    amount = m.group(1) or "1"
+    if "." in amount:
+        if unit not in _SMALLER or not float(amount) * _SMALLER[unit][1] == int(float(amount) * 60):
+            raise Refusal(f"'every {amount} {unit}s' is not a whole number of "
+                          "smaller units; say it in minutes or seconds.", m.start(1), m.end(2))
+        unit, factor = _SMALLER[unit]
+        d.interval = int(float(amount) * factor)
+        d.sub_unit = unit
+    else:
+        d.interval = _number(amount, m.start(1), m.end(1)) if m.group(1) else 1
+    d.freq = UNIT_FREQ[unit]
+
+
+def _h_adverb(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.interval = _ADVERBS[m.group(0).strip()]
+
+
+def _h_ambiguous(m: re.Match[str], d: Draft) -> None:
+    word = m.group(0).strip()
+    raise Refusal(f"{word!r} is ambiguous (twice a {word[2:-2]} or every two {word[2:-2]}s?): "
+                  "say which.", m.start(0) + (m.group(0) != word), m.end(0))
+
+
+def _every(word: str | None) -> int:
+    if not word:
+        return 1
+    return _COUNT_WORDS[word] if word in _COUNT_WORDS else int(word)
+
+
+_OF_MONTHS = r" of (?:every|each|the) (?:(\d+|other) )?months?"
+_HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
+    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)}) weekdays?{_OF_MONTHS}", _h_nth_weekday),
+    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_MONTHS}", _h_nth_day),
+    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE + ' ' + DAY)}){_OF_MONTHS}", _h_nth_days),
+    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_MONTHS}", _h_nth_list_day),
+    (r"(?:every|each|on) (?:weekday|weekend)s?|weekdays|weekends", _h_weekdays),
+    (rf"(?:every|each|on) ({_LIST.format(item=_DAY_ITEM)})", _h_days),
+    (rf"(?:every|each) (other|second|third|fourth|\d+(?:st|nd|rd|th)?) ({_LIST.format(item=DAY)})",
+     _h_nth_week_days),
+    (rf"({_LIST.format(item=_DAY_ITEM)})", _h_days),
+    (rf"(once|twice|(?:{'|'.join(_COUNT_WORDS)}|\d+) times) "
+     r"(a day|daily|per day|an hour|per hour)", _h_times_per),
+    (r"bi-?weekly|bi-?monthly", _h_ambiguous),
+    (r"every fortnight|every quarter|yearly|annually|monthly|weekly|daily|hourly|quarterly"
+     r"|fortnightly", _h_adverb),
+    (rf"(?:every|each) (?:({_N}) )?({_UNIT})", _h_every),
+]
+
+
+# ---------------------------------------------------------------- clauses
+
+
+def _clocks(text: str, start: int, end: int) -> list[tuple[int, int, int]]:
+    """The times of a list that starts at chunk[start]; a bad one is marked."""
+    out, cursor = [], 0
+    for item in split_list(text):
+        cursor = text.find(item, cursor)
+        clock = read_time(item)
+        if clock is None:
+            raise Refusal(f"{item!r} is not a time of day.", start + cursor,
+                          start + cursor + len(item))
+        out.append(clock)
+        cursor += len(item)
+    return out
+
+
+def _c_date(chunk: str, pos: int, d: Draft) -> int | None:
+    """"on February 29", "on December 24 and 31", "on the 5th of March"."""
+    m = _m(rf" on ({MONTH}) ({_NUMS})(?![a-z0-9:])", chunk, pos)
+    if m:
+        month, days = m.group(1), m.group(2)
+    elif m := _m(rf" on the ({_LIST.format(item=ORDINAL_RE)}) of ({MONTH})(?![a-z])", chunk, pos):
+        month, days = m.group(2), m.group(1)
+    else:
+        return None
+    d.parts["bymonth"] = (month_index(month),)
+    d.parts["bymonthday"] = tuple(read_ordinal(x) if not x.isdigit() else int(x)
+                                  for x in split_list(days))
+    if d.freq in (None, "YEARLY"):
+        d.freq = "YEARLY"
+    return m.end()
+
+
+def _c_months(chunk: str, pos: int, d: Draft) -> int | None:
+    m = _m(rf" (?:in|of|during|from) ({_LIST.format(item=_MONTH_ITEM)})(?![a-z])", chunk, pos)
+    if not m:
+        return None
+    d.parts["bymonth"] = _months(m.group(1))
+    return m.end()
+
+
+def _c_last_weekday(chunk: str, pos: int, d: Draft) -> int | None:
+    m = _m(rf" on the ({_LIST.format(item=ORDINAL_RE)}) weekdays?(?: of (?:the|each|every) month)?"
+           r"(?![a-z])", chunk, pos)
+    if not m:
+        return None
+    d.parts["byday"] = _WEEKDAYS
+    d.parts["bysetpos"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
+    return m.end()
+
+
+def _c_days(chunk: str, pos: int, d: Draft) -> int | None:
+    item = rf"(?:weekdays|weekends|(?:the )?{ORDINAL_RE} {DAY}|{_DAY_ITEM})"
+    m = _m(rf" (?:on|every) ({_LIST.format(item=item)})(?: of (?:the|every|each) (month|year))?"
+           r"(?![a-z])", chunk, pos)
+    if not m:
+        return None
+    d.parts["byday"] = _days(m.group(1))
+    return m.end()
+
+
+def _c_ordinals(chunk: str, pos: int, d: Draft) -> int | None:
+    """"on the 1st and last", "on the 100th day of the year", "in the 20th week of the year"."""
+    m = _m(r" (on|in) the (" + _LIST.format(item=ORDINAL_RE + r"(?! " + DAY + ")") +
+           r")(?: (days?|weeks?))?(?: of (?:the|each|every) (month|year))?(?![a-z])", chunk, pos)
+    if not m:
+        return None
+    values = tuple(read_ordinal(x) for x in split_list(m.group(2)))
+    noun, scope = (m.group(3) or "day").rstrip("s"), m.group(4) or "month"
+    key = "byweekno" if noun == "week" else "byyearday" if scope == "year" else "bymonthday"
+    d.parts[key] = values
+    return m.end()
+
+
+def _c_at_times(chunk: str, pos: int, d: Draft) -> int | None:
+    m = _m(rf" (?:at|@) ({_LIST.format(item=_CLOCK)})(?![a-z0-9:])", chunk, pos)
+    if not m:
+        return None
+    d.times += _clocks(m.group(1), m.start(1), m.end(1))
+    return m.end()
+
+
+def _c_span(chunk: str, pos: int, d: Draft) -> int | None:
+    """"from 9am to 5pm", "between 9 and 5", "starting at 8:30"."""
+    m = _m(rf" (?:from|between) ({_CLOCK}) (?:to|and|until|till|-) ({_CLOCK})(?![a-z0-9:])",
+           chunk, pos)
+    if m:
+        a, b = read_time(m.group(1)), read_time(m.group(2))
+        if a is None or b is None:
+            raise Refusal("Not a time of day.", pos + 1, m.end())
+        bare = re.fullmatch(r"\d{1,2}", m.group(2)) and re.fullmatch(r"\d{1,2}", m.group(1))
+        if bare and b < a and b[0] < 12:  # "between 9 and 5": 9:00 to 17:00
+            b = (b[0] + 12, b[1], b[2])
+        if b < a:
+            raise Refusal("The range ends before it starts.", pos + 1, m.end())
+        d.span = (a, b)
+        return m.end()
+    m = _m(rf" starting (?:at|from) ({_CLOCK})(?![a-z0-9:])", chunk, pos)
+    if not m:
+        return None
+    a = read_time(m.group(1))
+    if a is None:
+        raise Refusal("Not a time of day.", pos + 1, m.end())
+    d.span = (a, (23, 59, 59))
+    return m.end()
+
+
+def _c_numbers(chunk: str, pos: int, d: Draft) -> int | None:
+    """"at minutes 0 and 30", "during hours 9 and 17", "on seconds 0 and 30"."""
+    m = _m(rf"(?:,| and| at| during| on) (hour|minute|second)s? ({_NUMS})(?![0-9])", chunk, pos)
+    if not m:
+        return None
+    values = tuple(sorted({int(x) for x in split_list(m.group(2))}))
+    limit = {"hour": 23, "minute": 59, "second": 59}[m.group(1)]
+    if any(v > limit for v in values):
+        raise Refusal(f"{m.group(1)} values must be 0..{limit}.", pos + 1, m.end())
+    d.parts["by" + m.group(1)] = values
+    return m.end()
+
+
+def _c_setpos(chunk: str, pos: int, d: Draft) -> int | None:
+    m = _m(r",? only the (" + _LIST.format(item=ORDINAL_RE) + r") occurrences? (?:in|of) "
+           r"(?:each|every) " + _UNIT, chunk, pos)
+    if not m:
+        return None
+    d.parts["bysetpos"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
+    return m.end()
+
+
+def _c_count(chunk: str, pos: int, d: Draft) -> int | None:
+    m = _m(r",? (?:for )?(\d+) times|, once", chunk, pos)
+    if not m:
+        return None
+    d.parts["count"] = int(m.group(1) or 1)
+    return m.end()
+
+
+def _c_until(chunk: str, pos: int, d: Draft) -> int | None:
+    from datetime import datetime
+
+    m = _m(rf",? until ({MONTH}) (\d{{1,2}}),? (\d{{4}})(?: at ({TIME_RE}))?", chunk, pos)
+    if not m:
+        return None
+    clock = read_time(m.group(4)) if m.group(4) else (23, 59, 59)
+    try:
+        d.parts["until"] = datetime(int(m.group(3)), month_index(m.group(1)), int(m.group(2)),
+                                    *(clock or (23, 59, 59)))
+    except ValueError:
+        raise Refusal("The end date does not exist.", pos + 1, m.end()) from None
+    return m.end()
+
+
+def _c_wkst(chunk: str, pos: int, d: Draft) -> int | None:
+    m = _m(rf" \(weeks start on ({DAY})\)", chunk, pos)
+    if not m:
+        return None
+    d.parts["wkst"] = day_index(m.group(1))
+    return m.end()
+
+
+def _c_every_day(chunk: str, pos: int, d: Draft) -> int | None:
+    """"at 9am every day", "every hour every day": says nothing new."""
+    m = _m(r" (?:every day|each day|daily)(?![a-z])", chunk, pos)
+    if not m or d.freq not in ("DAILY", "HOURLY", "MINUTELY", "SECONDLY"):
+        return None
+    return m.end()
+
+
+def _c_except(chunk: str, pos: int, d: Draft) -> int | None:
+    m = _m(r",? (?:except|but not|excluding)(?: on| in| during)?", chunk, pos)
+    if not m:
+        return None
+    days = _m(rf" ({_LIST.format(item=rf'(?:weekdays|weekends|{_DAY_ITEM})')})(?![a-z])",
+              chunk, m.end())
+    if days:
+        d.not_days |= {wd for n, wd in _days(days.group(1))}
+        return days.end()
+    months = _m(rf" ({_LIST.format(item=_MONTH_ITEM)})(?![a-z])", chunk, m.end())
+    if months:
+        d.not_months |= set(_months(months.group(1)))
+        return months.end()
+    if not chunk[m.end():].strip():
+        raise Refusal("'except' needs weekdays or months after it.", m.start(), m.end())
+    raise Refusal(f"Cannot leave out {chunk[m.end():].strip()[:30]!r}: only weekdays and "
+                  "months can follow 'except'.", m.end(), len(chunk))
+
+
+CLAUSES: list[Callable[[str, int, Draft], int | None]] = [
+    _c_date, _c_months, _c_last_weekday, _c_days, _c_ordinals, _c_at_times, _c_span,
+    _c_numbers, _c_setpos, _c_count, _c_until, _c_wkst, _c_every_day, _c_except,
+]
+
+
+# ---------------------------------------------------------------- finish
+
+
+def _finish(d: Draft, chunk: str) -> tuple[list[Rule], dict[str, int]]:
+    _apply_per_period(d, chunk)
+    _apply_excepts(d)
+    base = Rule(d.freq or "DAILY", interval=d.interval)
+    base = replace(base, **{k: _sorted(v) for k, v in d.parts.items()})  # type: ignore[arg-type]
+    if d.span is not None:
+        return [_checked(r) for r in _span_rules(base, d, chunk)], {}
+    if d.times and base.freq in ("HOURLY", "MINUTELY", "SECONDLY"):
+        raise Refusal("A time of day does not go with 'every hour' or 'every N minutes'; use "
+                      "'from 9am to 5pm' or 'starting at 9am'.", 0, len(chunk))
+    align: dict[str, int] = {}
+    unit = {"MINUTELY": ("minute", 60), "HOURLY": ("hour", 24)}.get(base.freq)
+    if unit and 1 < base.interval and unit[1] % base.interval == 0 and not d.times:
+        align[unit[0]] = base.interval
+    return [_checked(r) for r in with_times(base, d.times)], align
+
+
+def _apply_per_period(d: Draft, chunk: str) -> None:
+    n = d.per_period
+    if n is None:
+        return
+    if d.times:
+        if len(set(d.times)) != n:
+            raise Refusal(f"{n} times a day, but {len(set(d.times))} times are given.", 0,
+                          len(chunk))
+        d.freq = "DAILY"
+        return
+    size, unit = (60, "MINUTELY") if d.freq == "HOURLY" else (24, "HOURLY")
+    if size % n:
+        raise Refusal(f"{n} times cannot be spread evenly; give the times.", 0, len(chunk))
+    d.freq, d.interval = unit, size // n
+
+
+def _apply_excepts(d: Draft) -> None:
+    if d.not_days:
+        days = d.parts.get("byday") or tuple((0, i) for i in range(7))
+        d.parts["byday"] = tuple(p for p in days if p[1] not in d.not_days)  # type: ignore[union-attr]
+        if d.freq is None:
+            d.freq = "DAILY"
+    if d.not_months:
+        months = d.parts.get("bymonth") or tuple(range(1, 13))
+        d.parts["bymonth"] = tuple(m for m in months if m not in d.not_months)  # type: ignore[union-attr]
+    for key in ("byday", "bymonth"):
+        if key in d.parts and not d.parts[key]:
+            raise Refusal("Nothing is left after 'except'.", 0, 0)
+
+
+def _span_rules(base: Rule, d: Draft, chunk: str) -> list[Rule]:
+    """"every 15 minutes from 9am to 5pm": the times of the grid within the span."""
+    step = {"HOURLY": 3600, "MINUTELY": 60, "SECONDLY": 1}.get(base.freq)
+    if step is None or d.times:
+        raise Refusal("A time range needs 'every hour' or 'every N minutes' before it.",
+                      0, len(chunk))
+    (h0, m0, s0), (h1, m1, s1) = d.span  # type: ignore[misc]
+    start, end = h0 * 3600 + m0 * 60 + s0, h1 * 3600 + m1 * 60 + s1
+    times = [(t // 3600, t // 60 % 60, t % 60) for t in range(start, end + 1, step * base.interval)]
+    days = "DAILY"
+    if any(n for n, _ in base.byday) or base.bysetpos:
+        days = "MONTHLY"
+    if base.byweekno or base.byyearday:
+        days = "YEARLY"
+    return with_times(replace(base, freq=days, interval=1), times)
+
+
+def _sorted(value: object) -> object:
+    return tuple(sorted(set(value))) if isinstance(value, tuple) else value
+
+
+def with_times(rule: Rule, times: list[tuple[int, int, int]]) -> list[Rule]:
+    """Rules whose union is exactly `times` on the rule's days: hours with the
+    same minutes and seconds share one rule (9:00-16:45 every 15 minutes and
+    17:00 are two rules, not 33)."""
+    if not times:
+        return [rule]
+    by_hour: dict[int, set[tuple[int, int]]] = {}
+    for h, m, s in set(times):
+        by_hour.setdefault(h, set()).add((m, s))
+    groups: dict[frozenset[tuple[int, int]], list[int]] = {}
+    for h, clocks in sorted(by_hour.items()):
+        groups.setdefault(frozenset(clocks), []).append(h)
+    out = []
+    for clocks, hours in groups.items():
+        minutes = sorted({m for m, _ in clocks})
+        seconds = sorted({s for _, s in clocks})
+        if len(clocks) == len(minutes) * len(seconds):
+            out.append(replace(rule, byhour=tuple(hours), byminute=tuple(minutes),
+                               bysecond=tuple(seconds)))
+        else:
+            out += [replace(rule, byhour=tuple(hours), byminute=(m,), bysecond=(s,))
+                    for m, s in sorted(clocks)]
+    return sorted(out, key=lambda r: (r.byhour, r.byminute, r.bysecond))
+
+
+def _checked(rule: Rule) -> Rule:
+    """Run the rule through the RFC 5545 reader for its range and combination checks."""
+    from .parse_rrule import format_rule
+    from .zones import get_zone
+
+    text = format_rule(replace(rule, until=None), get_zone("UTC"))
+    checked = parse_rule(text, 0, "UTC")
+    return replace(checked, until=rule.until)
