@@ -111,3 +111,18 @@ def _keep_one_admin(session: Session, tenant_id: int) -> None:
     ).all()
     if len(admins) <= 1:
         raise Conflict("A tenant keeps at least one admin.")
+
+
+def change_password(session: Session, user_id: int, current: str, new: str) -> User:
+    """A person changes their own password; the current one must be given (a stolen session is not enough)."""
+    from almanac.tenants.passwords import verify_password
+
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound("No such user.")
+    if not verify_password(user.password_hash, current):
+        raise ValidationError("The current password is wrong.")
+    if new == current:
+        raise ValidationError("The new password must differ from the current one.")
+    user.password_hash = hash_password(new)
+    return user

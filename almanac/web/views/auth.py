@@ -7,13 +7,15 @@ from typing import Annotated
 from fastapi import Form, Request
 from fastapi.responses import Response
 
-from almanac.errors import NotFound, RateLimited, Unauthorized
+from almanac.errors import AlmanacError, NotFound, RateLimited, Unauthorized
+from almanac.tenants import sessions
 from almanac.tenants.auth import authenticate_password, principal_for_member
+from almanac.tenants.people import change_password, memberships_of
 from almanac.tenants.throttle import SignInThrottle
-from almanac.tenants.people import memberships_of
 from almanac.web.views.common import (
-    TENANT_KEY, USER_KEY, ServicesDep, flash, page_router, redirect, render, start_session,
+    TENANT_KEY, USER_KEY, ServicesDep, flash, page_router, redirect, render, session_principal, start_session,
 )
+from almanac.web.views.session_store import current_id_hash
 
 # These pages are for people who are not (fully) signed in yet: the gate checks only CSRF on writes.
 router = page_router(read=None, write=None)
@@ -103,3 +105,46 @@ def choose_tenant(request: Request, services: ServicesDep, tenant: Annotated[str
 def logout(request: Request) -> Response:
     request.session.clear()
     return redirect("/login")
+
+
+# -- one's own password -------------------------------------------------------------------
+
+
+def _signed_in_user(request: Request, services: ServicesDep) -> int | None:
+    """The signed-in person's id (and the principal for the navigation when a tenant is chosen)."""
+    user_id = request.session.get(USER_KEY)
+    if not user_id:
+        return None
+    if request.session.get(TENANT_KEY):
+        try:
+            request.state.principal = session_principal(request, services)
+        except AlmanacError:
+            pass
+    return int(user_id)
+
+
+@router.get("/account/password")
+def password_page(request: Request, services: ServicesDep) -> Response:
+    if _signed_in_user(request, services) is None:
+        return redirect("/login?next=/account/password")
+    return render(request, "password.html", error=None, done=False)
+
+
+@router.post("/account/password")
+def password_change(
+    request: Request,
+    services: ServicesDep,
+    current_password: Annotated[str, Form(max_length=256)],
+    new_password: Annotated[str, Form(max_length=256)],
+) -> Response:
+    user_id = _signed_in_user(request, services)
+    if user_id is None:
+        return redirect("/login")
+    try:
+        with services.db.shared_session() as session:
+            change_password(session, user_id, current_password, new_password)
+            # Whoever else holds a session of this person (a stolen cookie, a forgotten browser) is out.
+            sessions.end_users_sessions(session, user_id, keep=current_id_hash(request))
+    except AlmanacError as refused:
+        return render(request, "password.html", status_code=422, error=refused.message, done=False)
+    return render(request, "password.html", error=None, done=True)
