@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import select
@@ -101,7 +101,7 @@ def page(session: Session, tenant_id: int, *, since: datetime | None = None, act
     limit = max(1, min(limit, PAGE_MAX))
     query = select(AuditEntry).where(AuditEntry.tenant_id == tenant_id)
     if since is not None:
-        query = query.where(AuditEntry.at >= since)
+        query = query.where(AuditEntry.at >= _utc(since))
     if actor:
         query = query.where(AuditEntry.actor == actor)
     if cursor:
@@ -110,6 +110,14 @@ def page(session: Session, tenant_id: int, *, since: datetime | None = None, act
     more = len(rows) > limit
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1].id) if more and rows else None
+
+
+def _utc(when: datetime) -> datetime:
+    """A bound for the query: no offset means UTC; one that leaves the calendar is refused, not a 500."""
+    try:
+        return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        raise ValidationError("since is out of range.", details={"field": "since"}) from None
 
 
 def changes_of(entry: AuditEntry) -> Any:

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from datetime import datetime, timezone
+from typing import Annotated, Any
+from urllib.parse import urlencode
 
-from fastapi import Form, Request
+from fastapi import Form, Query, Request
 from fastapi.responses import Response
 
-from almanac.errors import AlmanacError
+from almanac.errors import AlmanacError, ValidationError
+from almanac.tenants import audit as audit_log
 from almanac.tenants import auth, invitations, people
 from almanac.tenants.models import ROLES, Tenant
 from almanac.web.api.members import invitation_url
 from almanac.web.audit import audit
-from almanac.web.views.common import PagePrincipal, ServicesDep, flash, page_router, redirect, render
+from almanac.web.views.common import (
+    PagePrincipal, ServicesDep, flash, page_router, redirect, render, viewer_zone,
+)
 
 router = page_router(read="admin", write="admin")
 
@@ -137,3 +143,42 @@ def remove_member(request: Request, user_id: int, principal: PagePrincipal, serv
         return _members_page(request, principal, services, refused.status, error=refused.message)
     flash(request, "Member removed.")
     return redirect("/members")
+
+
+# -- audit log ------------------------------------------------------------------------------
+
+
+def _since(value: str, zone: Any) -> datetime | None:
+    """The form's `datetime-local` (the viewer's wall clock) or an ISO date-time with an offset."""
+    if not value.strip():
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+        return (parsed.replace(tzinfo=zone) if parsed.tzinfo is None else parsed).astimezone(timezone.utc)
+    except (ValueError, OverflowError):
+        raise ValidationError("Since: give a date and time, e.g. 2026-11-21T09:00.") from None
+
+
+def _changes_text(entry: Any) -> str:
+    changes = audit_log.changes_of(entry)
+    return json.dumps(changes, ensure_ascii=False, sort_keys=True) if changes else ""
+
+
+@router.get("/audit")
+def audit_page(request: Request, principal: PagePrincipal, services: ServicesDep,
+               since: Annotated[str, Query(max_length=40)] = "", actor: Annotated[str, Query(max_length=320)] = "",
+               cursor: Annotated[str, Query(max_length=100)] = "") -> Response:
+    error, rows, older = None, [], None
+    try:
+        with services.db.shared_session() as session:
+            found, next_cursor = audit_log.page(session, principal.tenant_id, since=_since(since, viewer_zone(request)),
+                                                actor=actor.strip() or None, cursor=cursor or None, limit=50)
+            rows = [(e.at, e.actor, e.actor_kind, e.address, e.action, e.target, _changes_text(e)) for e in found]
+    except ValidationError as refused:
+        error = refused.message
+    else:
+        if next_cursor:
+            older = "/audit?" + urlencode({k: v for k, v in (("since", since), ("actor", actor),
+                                                              ("cursor", next_cursor)) if v})
+    return render(request, "audit.html", status_code=422 if error else 200, rows=rows, since=since, actor=actor,
+                  older=older, error=error)

@@ -214,7 +214,7 @@ def _nav(principal: Principal | None) -> list[tuple[str, str]]:
         return []
     items = [("/", "Dashboard"), ("/schedules", "Schedules"), ("/jobs", "Jobs"), ("/runs", "Runs")]
     if principal.has("admin"):
-        items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members")]
+        items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members"), ("/audit", "Audit")]
     return items
 
 
