@@ -12,7 +12,7 @@ from almanac.errors import NotFound, Unauthorized, ValidationError
 from almanac.tenants import tokens
 from almanac.tenants.models import ROLES, ApiToken, Membership, Tenant, User
 from almanac.tenants.passwords import DUMMY_HASH, verify_password
-from almanac.tenants.people import check_role, normalize_email
+from almanac.tenants.people import check_role, normalize_email, storable
 
 # Writing last_used_at on every request would turn reads into writes; a minute's precision is plenty.
 LAST_USED_PRECISION = timedelta(seconds=60)
@@ -94,7 +94,7 @@ def _principal(tenant: Tenant, role: str, **who: object) -> Principal:
 
 def create_token(session: Session, tenant: Tenant, name: str, role: str, *, now: datetime) -> tuple[ApiToken, str]:
     name = (name or "").strip()
-    if not name or len(name) > TOKEN_NAME_MAX:
+    if not name or len(name) > TOKEN_NAME_MAX or not storable(name):
         raise ValidationError(f"A token name must be 1 to {TOKEN_NAME_MAX} characters.")
     check_role(role)
     minted = tokens.mint()

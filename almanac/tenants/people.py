@@ -19,9 +19,18 @@ _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$|^[^@\s]{1,64}@l
 
 def normalize_email(email: str) -> str:
     email = (email or "").strip().lower()
-    if len(email) > 320 or not _EMAIL.match(email):
+    if len(email) > 320 or not _EMAIL.match(email) or not storable(email):
         raise ValidationError(f"{email!r} is not an email address.")
     return email
+
+
+def storable(text: str) -> bool:
+    """Text the database can hold: valid Unicode scalar values (no lone surrogates) and no NUL."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
 
 
 def check_role(role: str) -> str:

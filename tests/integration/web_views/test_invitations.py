@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 
@@ -132,3 +133,20 @@ def test_expired_revoked_replaced_and_made_up_links_do_not_work(api, browser, ma
     statuses = {i["id"]: i["status"] for i in admin.get("/api/v1/invitations").json()}
     assert statuses[second["id"]] == "expired" and statuses[other["id"]] == "revoked"
     assert admin.delete("/api/v1/invitations/999999").json()["error"]["code"] == "not_found"
+
+
+def test_malformed_input_is_a_4xx_never_a_500(api, browser):
+    a = api("admin")
+    for body in ({"email": "\ud800@example.com", "role": "viewer"}, {"email": "a\u0000b@example.com", "role": "viewer"},
+                 {"email": "x@example.com", "role": "owner"}, {"email": ["x"], "role": "viewer"}):
+        response = a.post("/api/v1/members", content=json.dumps(body), headers={"content-type": "application/json"})
+        assert response.status_code == 422 and response.json()["error"]["code"] == "validation_error", body
+    bad_name = a.post("/api/v1/tokens", content=json.dumps({"name": "\udfff", "role": "viewer"}),
+                      headers={"content-type": "application/json"})
+    assert bad_name.status_code == 422
+    for cursor in ("x" * 100, "%00", "a" * 5000):
+        assert a.delete(f"/api/v1/invitations/{cursor}").status_code in (404, 422)
+    b = browser()
+    assert b.get("/invite/" + "x" * 5000).status_code == 404
+    b.client.cookies.set("almanac_session", "\"unterminated")
+    assert b.get("/login").status_code == 200
