@@ -62,3 +62,13 @@ def test_the_cookie_is_only_a_random_id_renewed_at_sign_in_and_expiring(app, sig
     assert b.get("/schedules").status_code == 200
     manual_clock.advance(hours=12, seconds=1)
     assert b.get("/schedules").status_code == 303
+
+
+def test_the_password_page_is_linked_and_needs_a_signed_in_person(signed_in, browser):
+    b = signed_in("admin")
+    assert '<a href="/account/password">Password</a>' in b.get("/").text
+    stranger = browser()
+    assert stranger.get("/account/password").headers["location"].startswith("/login")
+    stranger.get("/login")
+    refused = stranger.post("/account/password", {"current_password": PASSWORD, "new_password": "x" * 12})
+    assert refused.status_code == 303 and refused.headers["location"] == "/login"
