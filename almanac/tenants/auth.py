@@ -12,7 +12,7 @@ from almanac.errors import NotFound, Unauthorized, ValidationError
 from almanac.tenants import tokens
 from almanac.tenants.models import ROLES, ApiToken, Membership, Tenant, User
 from almanac.tenants.passwords import DUMMY_HASH, verify_password
-from almanac.tenants.people import check_role, normalize_email
+from almanac.tenants.people import check_role, normalize_email, storable
 
 # Writing last_used_at on every request would turn reads into writes; a minute's precision is plenty.
 LAST_USED_PRECISION = timedelta(seconds=60)
@@ -31,9 +31,17 @@ class Principal:
     user_id: int | None = None
     email: str | None = None
     token_id: int | None = None
+    token_name: str | None = None
 
     def has(self, role: str) -> bool:
         return ROLES.index(self.role) >= ROLES.index(role)
+
+    @property
+    def actor(self) -> tuple[str, str, int | None]:
+        """(kind, name, id) as the audit log records it: a person by email, a token by its name."""
+        if self.token_id is not None:
+            return "token", self.token_name or f"token {self.token_id}", self.token_id
+        return "person", self.email or f"user {self.user_id}", self.user_id
 
 
 def authenticate_token(session: Session, plaintext: str, *, now: datetime) -> Principal:
@@ -48,7 +56,7 @@ def authenticate_token(session: Session, plaintext: str, *, now: datetime) -> Pr
         row.last_used_at = now
     tenant = session.get(Tenant, row.tenant_id)
     assert tenant is not None  # the foreign key cascades on delete
-    return _principal(tenant, row.role, token_id=row.id)
+    return _principal(tenant, row.role, token_id=row.id, token_name=row.name)
 
 
 def authenticate_password(session: Session, email: str, password: str) -> User:
@@ -86,7 +94,7 @@ def _principal(tenant: Tenant, role: str, **who: object) -> Principal:
 
 def create_token(session: Session, tenant: Tenant, name: str, role: str, *, now: datetime) -> tuple[ApiToken, str]:
     name = (name or "").strip()
-    if not name or len(name) > TOKEN_NAME_MAX:
+    if not name or len(name) > TOKEN_NAME_MAX or not storable(name):
         raise ValidationError(f"A token name must be 1 to {TOKEN_NAME_MAX} characters.")
     check_role(role)
     minted = tokens.mint()

@@ -1,10 +1,10 @@
-"""Tables of the shared schema: tenants, people, their memberships and API tokens."""
+"""Tables of the shared schema: tenants, people, memberships, API tokens, invitations, web sessions, audit."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Integer, String, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from almanac.db import SharedBase, UTCDateTime
@@ -58,3 +58,54 @@ class ApiToken(SharedBase):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class Invitation(SharedBase):
+    """A one-time link that makes whoever holds it (signed in with that email) a member."""
+
+    __tablename__ = "invitations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(String(320))
+    role: Mapped[str] = mapped_column(String(10))
+    # SHA-256 of the link's secret (256 random bits): the link itself is never stored.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    invited_by: Mapped[str] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    accepted_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    accepted_user_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), nullable=True
+    )
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+
+
+class WebSession(SharedBase):
+    """A browser session kept on the server; the cookie holds only a random id whose SHA-256 is the key."""
+
+    __tablename__ = "web_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=True, index=True)
+    data: Mapped[str] = mapped_column(Text)  # JSON: chosen tenant, CSRF token, flashes
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class AuditEntry(SharedBase):
+    """One change made in a tenant: who (a person or a token), when, from where, what."""
+
+    __tablename__ = "audit_entries"
+    __table_args__ = (Index("ix_audit_entries_tenant_id_id", "tenant_id", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())
+    actor_kind: Mapped[str] = mapped_column(String(10))  # "person" or "token"
+    actor: Mapped[str] = mapped_column(String(320))  # the person's email or the token's name
+    actor_id: Mapped[int | None] = mapped_column(Integer, nullable=True)  # user or token id (no FK: history stays)
+    address: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    action: Mapped[str] = mapped_column(String(64))
+    target: Mapped[str | None] = mapped_column(String(300), nullable=True)
+    changes: Mapped[str] = mapped_column(Text)  # JSON, secrets redacted, long values shortened

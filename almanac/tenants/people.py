@@ -19,9 +19,18 @@ _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$|^[^@\s]{1,64}@l
 
 def normalize_email(email: str) -> str:
     email = (email or "").strip().lower()
-    if len(email) > 320 or not _EMAIL.match(email):
+    if len(email) > 320 or not _EMAIL.match(email) or not storable(email):
         raise ValidationError(f"{email!r} is not an email address.")
     return email
+
+
+def storable(text: str) -> bool:
+    """Text the database can hold: valid Unicode scalar values (no lone surrogates) and no NUL."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
 
 
 def check_role(role: str) -> str:
@@ -111,3 +120,18 @@ def _keep_one_admin(session: Session, tenant_id: int) -> None:
     ).all()
     if len(admins) <= 1:
         raise Conflict("A tenant keeps at least one admin.")
+
+
+def change_password(session: Session, user_id: int, current: str, new: str) -> User:
+    """A person changes their own password; the current one must be given (a stolen session is not enough)."""
+    from almanac.tenants.passwords import verify_password
+
+    user = session.get(User, user_id)
+    if user is None:
+        raise NotFound("No such user.")
+    if not verify_password(user.password_hash, current):
+        raise ValidationError("The current password is wrong.")
+    if new == current:
+        raise ValidationError("The new password must differ from the current one.")
+    user.password_hash = hash_password(new)
+    return user

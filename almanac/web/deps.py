@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from almanac.errors import Forbidden, Unauthorized
 from almanac.tenants.auth import Principal, authenticate_token
 from almanac.tenants.models import ROLES
+from almanac.web.audit import bind as bind_audit
 from almanac.worker import Services
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -77,15 +78,15 @@ def api_router(*, prefix: str, tags: list[str], read: str = "viewer", write: str
     return router
 
 
-def get_tenant_session(principal: CurrentPrincipal, services: ServicesDep) -> Iterator[Session]:
+def get_tenant_session(request: Request, principal: CurrentPrincipal, services: ServicesDep) -> Iterator[Session]:
     """One unit of work per request in the principal's tenant schema: commit after the handler."""
     with services.db.tenant_session(principal.tenant_slug) as session:
-        yield session
+        yield bind_audit(session, request)  # audit entries join this unit of work
 
 
-def get_shared_session(services: ServicesDep) -> Iterator[Session]:
+def get_shared_session(request: Request, services: ServicesDep) -> Iterator[Session]:
     with services.db.shared_session() as session:
-        yield session
+        yield bind_audit(session, request)
 
 
 TenantSession = Annotated[Session, Depends(get_tenant_session, scope="function")]

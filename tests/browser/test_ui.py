@@ -140,3 +140,34 @@ def test_phone_width(page):
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 380, f"page is {width}px wide at phone width"
     shot(page, "phone-rule-builder")
+
+
+def test_invite_accept_and_see_it_in_the_audit_log(page, chromium, live):
+    """An invitation accepted on a phone-sized page, then found in the audit log (screenshots at 1280 and 390 px)."""
+    sign_in(page)
+    page.goto("/members")
+    page.get_by_label("Email").fill("newcomer@example.com")
+    page.get_by_label("Role", exact=True).select_option("editor")
+    page.get_by_role("button", name="Create invitation").click()
+    link = page.locator("#invitation-link").inner_text().strip()
+    assert link.startswith(live["base"] + "/invite/")
+
+    for width in (1280, 390):
+        guest = chromium.new_context(base_url=live["base"], viewport={"width": width, "height": 800})
+        other = guest.new_page()
+        other.goto(link)
+        expect(other.get_by_role("heading", name="Join Acme")).to_be_visible()
+        shot(other, f"invitation-{width}")
+        if width == 390:  # accept once, on the phone
+            other.get_by_label("Password", exact=True).fill("newcomers-own-pw")
+            other.get_by_label("Repeat password").fill("newcomers-own-pw")
+            other.get_by_role("button", name="Accept invitation").click()
+            expect(other.get_by_text("Welcome to Acme.")).to_be_visible()
+        guest.close()
+
+    page.get_by_role("link", name="Audit").click()
+    expect(page.get_by_role("cell", name="invitation.accept")).to_be_visible()
+    expect(page.get_by_role("cell", name="newcomer@example.com").first).to_be_visible()
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 800})
+        shot(page, f"audit-{width}")

@@ -21,6 +21,7 @@ BODIES: dict[tuple[str, str], Any] = {
     ("DELETE", "/api/v1/kv/{key:path}"): None,
     ("PATCH", "/api/v1/members/{user_id}"): {"role": "viewer"},
     ("DELETE", "/api/v1/members/{user_id}"): None,
+    ("DELETE", "/api/v1/invitations/{invitation_id}"): None,
     ("GET", "/api/v1/runs/{run_id}"): None,
     ("GET", "/api/v1/schedules/{schedule_id}"): None,
     ("PATCH", "/api/v1/schedules/{schedule_id}"): {"name": "stolen"},
@@ -64,7 +65,8 @@ def _b_objects(b: Any, database: Any = None, now: Any = None) -> dict[str, Any]:
     assert target.status_code == 201, target.text
     run = b.post(f"/api/v1/scripts/{script_id}/run", json={"payload": {}})
     assert run.status_code == 200, run.text
-    member = b.post("/api/v1/members", json={"email": "someone@b.test", "role": "editor"})
+    invitation = b.post("/api/v1/members", json={"email": "someone@b.test", "role": "editor"})
+    member = b.get("/api/v1/members").json()[0]  # B's admin
     token = b.post("/api/v1/tokens", json={"name": "b-token", "role": "viewer"})
     delivery_id = event_id = 999_999
     if database is not None:  # the run emitted an event: fan it out so B has a delivery too
@@ -76,7 +78,8 @@ def _b_objects(b: Any, database: Any = None, now: Any = None) -> dict[str, Any]:
         delivery_id, event_id = delivery["id"], delivery["event_id"]
     return {
         "script_id": script_id, "schedule_id": schedule.json()["id"], "key": "b-job", "key:path": "b-key",
-        "run_id": run.json()["id"], "user_id": member.json()["user_id"], "token_id": token.json()["id"],
+        "run_id": run.json()["id"], "user_id": member["user_id"],
+        "invitation_id": invitation.json()["id"], "token_id": token.json()["id"],
         "target_id": target.json()["id"], "delivery_id": delivery_id, "event_id": event_id,
     }
 

@@ -9,6 +9,7 @@ from fastapi import BackgroundTasks, Query
 from pydantic import BaseModel
 
 from almanac.delivery import store, targets
+from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="", tags=["deliveries"], read="admin", write="admin")
@@ -77,6 +78,7 @@ def get_delivery(delivery_id: int, session: TenantSession) -> DeliveryOut:
 def retry_delivery(delivery_id: int, principal: CurrentPrincipal, session: TenantSession, services: ServicesDep,
                    background: BackgroundTasks) -> DeliveryOut:
     row = store.retry(session, delivery_id, services.clock.now())
+    audit(session, "delivery.retry", f"delivery {delivery_id}")
     dispatcher = services.extras.get("dispatcher")
     if dispatcher is not None:
         # After the request's commit (as the schedules API wakes the timer): woken earlier, the

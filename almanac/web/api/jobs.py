@@ -9,6 +9,7 @@ from fastapi import BackgroundTasks, Path, Response
 from almanac.platform import service
 from almanac.platform.models import Job
 from almanac.web.api.schemas_scheduler import JobIn, JobOut
+from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/jobs", tags=["jobs"], read="viewer", write="editor")
@@ -28,6 +29,7 @@ def _out(session: TenantSession, job: Job) -> JobOut:
 def put_job(body: JobIn, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
             background: BackgroundTasks, response: Response, key: str = Key) -> JobOut:
     job, created = service.put_job(session, key, body.model_dump(), services.clock.now())
+    audit(session, "job.create" if created else "job.update", f"job {key}", body.model_dump())
     response.status_code = 201 if created else 200
     background.add_task(services.wake, principal.tenant_slug)  # after the commit
     return _out(session, job)
@@ -40,4 +42,6 @@ def get_job(session: TenantSession, key: str = Key) -> JobOut:
 
 @router.delete("/{key}")
 def cancel_job(session: TenantSession, services: ServicesDep, key: str = Key) -> JobOut:
-    return _out(session, service.cancel_job(session, key, services.clock.now()))
+    job = service.cancel_job(session, key, services.clock.now())
+    audit(session, "job.cancel", f"job {key}")
+    return _out(session, job)

@@ -8,6 +8,7 @@ from fastapi import Path, Query
 
 from almanac.platform import service
 from almanac.web.api.schemas_scheduler import KvIn, KvOut
+from almanac.web.audit import audit
 from almanac.web.deps import ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/kv", tags=["kv"], read="viewer", write="editor")
@@ -30,9 +31,12 @@ def get_key(session: TenantSession, key: str = Key) -> KvOut:
 
 @router.put("/{key:path}")
 def put_key(body: KvIn, session: TenantSession, services: ServicesDep, key: str = Key) -> KvOut:
-    return _out(service.kv_put(session, key, body.value, services.clock.now()))
+    row = service.kv_put(session, key, body.value, services.clock.now())
+    audit(session, "kv.put", f"kv {key}", {"value": body.value})
+    return _out(row)
 
 
 @router.delete("/{key:path}", status_code=204)
 def delete_key(session: TenantSession, key: str = Key) -> None:
     service.kv_delete(session, key)
+    audit(session, "kv.delete", f"kv {key}")

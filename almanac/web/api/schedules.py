@@ -9,6 +9,7 @@ from fastapi import BackgroundTasks, Query
 from almanac.platform import recurrence, service
 from almanac.platform.models import Schedule
 from almanac.web.api.schemas_scheduler import NextOut, ScheduleIn, ScheduleOut, SchedulePatch
+from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/schedules", tags=["schedules"], read="viewer", write="editor")
@@ -44,6 +45,7 @@ def create_schedule(body: ScheduleIn, session: TenantSession, principal: Current
                     background: BackgroundTasks) -> ScheduleOut:
     sch = service.create_schedule(session, services.store.rules, body.model_dump(), now=services.clock.now(),
                                   min_interval_s=principal.min_interval_seconds)
+    audit(session, "schedule.create", f"schedule {sch.id}", body.model_dump())
     return _changed(session, sch, principal, services, background)
 
 
@@ -58,18 +60,21 @@ def update_schedule(schedule_id: int, body: SchedulePatch, session: TenantSessio
     changes = body.model_dump(exclude_unset=True)
     sch = service.update_schedule(session, services.store.rules, schedule_id, changes, now=services.clock.now(),
                                   min_interval_s=principal.min_interval_seconds)
+    audit(session, "schedule.update", f"schedule {schedule_id}", changes)
     return _changed(session, sch, principal, services, background)
 
 
 @router.delete("/{schedule_id}", status_code=204)
 def delete_schedule(schedule_id: int, session: TenantSession) -> None:
     service.delete_schedule(session, schedule_id)
+    audit(session, "schedule.delete", f"schedule {schedule_id}")
 
 
 @router.post("/{schedule_id}/pause")
 def pause(schedule_id: int, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
           background: BackgroundTasks) -> ScheduleOut:
     sch = service.set_enabled(session, services.store.rules, schedule_id, False, services.clock.now())
+    audit(session, "schedule.pause", f"schedule {schedule_id}")
     return _changed(session, sch, principal, services, background)
 
 
@@ -77,6 +82,7 @@ def pause(schedule_id: int, session: TenantSession, principal: CurrentPrincipal,
 def resume(schedule_id: int, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
            background: BackgroundTasks) -> ScheduleOut:
     sch = service.set_enabled(session, services.store.rules, schedule_id, True, services.clock.now())
+    audit(session, "schedule.resume", f"schedule {schedule_id}")
     return _changed(session, sch, principal, services, background)
 
 
@@ -84,6 +90,7 @@ def resume(schedule_id: int, session: TenantSession, principal: CurrentPrincipal
 def trigger(schedule_id: int, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
             background: BackgroundTasks) -> ScheduleOut:
     sch = service.trigger_schedule(session, schedule_id, services.clock.now())
+    audit(session, "schedule.trigger", f"schedule {schedule_id}")
     return _changed(session, sch, principal, services, background)
 
 

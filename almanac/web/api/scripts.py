@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 
+from fastapi import Request
+
+from almanac.web.audit import audit
 from almanac.errors import NotFound
 from almanac.platform import service
 from almanac.web.api.schemas_scheduler import RunNowIn, RunOut, ScriptIn, ScriptOut, ScriptPatch, run_out
@@ -32,6 +35,7 @@ def list_scripts(session: TenantSession) -> list[ScriptOut]:
 def create_script(body: ScriptIn, session: TenantSession, services: ServicesDep) -> ScriptOut:
     script = service.create_script(session, services.runner, body.name, body.source, body.timeout_ms,
                                    body.memory_mb, services.clock.now())
+    audit(session, "script.create", f"script {script.id}", body.model_dump())
     return _out(session, script, with_source=True)
 
 
@@ -44,21 +48,25 @@ def get_script(script_id: int, session: TenantSession) -> ScriptOut:
 def update_script(script_id: int, body: ScriptPatch, session: TenantSession, services: ServicesDep) -> ScriptOut:
     changes = body.model_dump(exclude_unset=True)
     script = service.update_script(session, services.runner, script_id, changes, services.clock.now())
+    audit(session, "script.update", f"script {script_id}", {**changes, "version": script.current_version})
     return _out(session, script, with_source=True)
 
 
 @router.delete("/{script_id}", status_code=204)
 def delete_script(script_id: int, session: TenantSession) -> None:
     service.delete_script(session, script_id)
+    audit(session, "script.delete", f"script {script_id}")
 
 
 @router.post("/{script_id}/run")
-def run_script(script_id: int, principal: CurrentPrincipal, services: ServicesDep,
+def run_script(script_id: int, principal: CurrentPrincipal, services: ServicesDep, request: Request,
                body: RunNowIn | None = None) -> RunOut:
     """Runs now and waits. Uses short transactions of its own: none is held open while the script runs."""
     tenant, now = principal.tenant_slug, services.clock.now()
     with services.db.tenant_session(tenant) as session:
         service.get_script(session, script_id)
+        audit(session, "script.run", f"script {script_id}", {"payload": body.payload if body else None},
+              request=request)
     claim = services.store.claim_manual(tenant, script_id, body.payload if body else None, now)
     services.scheduler.run_claim(claim)
     with services.db.tenant_session(tenant) as session:

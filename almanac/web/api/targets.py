@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from almanac.delivery import targets
+from almanac.web.audit import audit
 from almanac.web.deps import ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/targets", tags=["targets"], read="admin", write="admin")
@@ -67,6 +68,7 @@ def list_targets(session: TenantSession) -> list[TargetOut]:
 def create_target(body: TargetIn, session: TenantSession, services: ServicesDep) -> TargetOut:
     row, secret = targets.create(session, body.model_dump(), now=services.clock.now(),
                                  allow_private=services.settings.allow_private_targets)
+    audit(session, "target.create", f"target {row.id}", body.model_dump())
     return _out(row, secret)
 
 
@@ -79,15 +81,18 @@ def get_target(target_id: int, session: TenantSession) -> TargetOut:
 def change_target(target_id: int, body: TargetPatch, session: TenantSession, services: ServicesDep) -> TargetOut:
     row = targets.update(session, target_id, body.model_dump(exclude_none=True), now=services.clock.now(),
                          allow_private=services.settings.allow_private_targets)
+    audit(session, "target.update", f"target {target_id}", body.model_dump(exclude_none=True))
     return _out(row)
 
 
 @router.post("/{target_id}/rotate-secret")
 def rotate_secret(target_id: int, session: TenantSession, services: ServicesDep) -> TargetOut:
     row, secret = targets.rotate_secret(session, target_id, now=services.clock.now())
+    audit(session, "target.rotate_secret", f"target {target_id}")
     return _out(row, secret)
 
 
 @router.delete("/{target_id}", status_code=204)
 def delete_target(target_id: int, session: TenantSession) -> None:
     targets.delete(session, target_id)
+    audit(session, "target.delete", f"target {target_id}")

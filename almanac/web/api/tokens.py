@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from almanac.tenants import auth
 from almanac.tenants.models import ApiToken, Tenant
+from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, SharedSession, api_router
 
 router = api_router(prefix="/tokens", tags=["tokens"], read="admin", write="admin")
@@ -47,9 +48,12 @@ def list_tokens(principal: CurrentPrincipal, session: SharedSession) -> list[Tok
 def create_token(body: TokenIn, principal: CurrentPrincipal, session: SharedSession, services: ServicesDep) -> TokenOut:
     tenant = session.get(Tenant, principal.tenant_id)
     row, plaintext = auth.create_token(session, tenant, body.name, body.role, now=services.clock.now())
+    audit(session, "token.create", f"token {row.name}", {"name": row.name, "role": row.role})
     return _out(row, plaintext)
 
 
 @router.delete("/{token_id}")
 def revoke_token(token_id: int, principal: CurrentPrincipal, session: SharedSession, services: ServicesDep) -> TokenOut:
-    return _out(auth.revoke_token(session, principal.tenant_id, token_id, now=services.clock.now()))
+    row = auth.revoke_token(session, principal.tenant_id, token_id, now=services.clock.now())
+    audit(session, "token.revoke", f"token {row.name}")
+    return _out(row)

@@ -15,8 +15,8 @@ from urllib.parse import quote
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from fastapi.staticfiles import StaticFiles
-from starlette.middleware.sessions import SessionMiddleware
 
+from almanac.web.views.session_store import ServerSessionMiddleware
 from almanac.web.views.common import TENANT_KEY, USER_KEY, is_htmx, redirect, render
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -30,11 +30,10 @@ SESSION_MAX_AGE_S = 12 * 3600
 def setup(app: FastAPI, services: Any) -> None:
     settings = services.settings
     app.add_middleware(
-        SessionMiddleware,
-        secret_key=settings.resolved_secret_key(),
-        session_cookie=SESSION_COOKIE,
+        ServerSessionMiddleware,
+        services=services,
+        cookie=SESSION_COOKIE,
         max_age=SESSION_MAX_AGE_S,
-        same_site="lax",
         # Plain http on 127.0.0.1 is the default deployment; an operator behind TLS turns this on.
         https_only=bool(getattr(settings, "secure_cookies", False)),
     )

@@ -6,8 +6,8 @@
 walks the app and checks that every page route carries the gate, so no
 route can forget it.
 
-The session is Starlette's signed cookie (itsdangerous); it holds the user
-id, the chosen tenant's slug and the CSRF token, nothing else of weight.
+The session is kept on the server (`session_store`); the cookie holds only its
+random id. It holds the user id, the chosen tenant's slug and the CSRF token.
 """
 
 from __future__ import annotations
@@ -104,7 +104,10 @@ async def check_csrf(request: Request) -> None:
 
 
 def start_session(request: Request, user_id: int, tenant_slug: str | None) -> None:
-    """A fresh session at sign-in: nothing from before survives, and the CSRF token is new."""
+    """A fresh session at sign-in: nothing from before survives, the id and the CSRF token are new."""
+    from almanac.web.views.session_store import rotate
+
+    rotate(request)
     request.session.clear()
     request.session[USER_KEY] = user_id
     if tenant_slug:
@@ -211,7 +214,7 @@ def _nav(principal: Principal | None) -> list[tuple[str, str]]:
         return []
     items = [("/", "Dashboard"), ("/schedules", "Schedules"), ("/jobs", "Jobs"), ("/runs", "Runs")]
     if principal.has("admin"):
-        items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members")]
+        items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members"), ("/audit", "Audit")]
     return items
 
 

@@ -20,6 +20,7 @@ from almanac.delivery import store, targets
 from almanac.delivery.models import DEAD, FAILED, KINDS, STATUSES, WEBHOOK, Target
 from almanac.errors import AlmanacError, Conflict, NotFound
 from almanac.tenants.auth import Principal
+from almanac.web.audit import audit
 from almanac.web.views.common import PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db
 
 router = page_router(read="admin", write="admin")
@@ -127,6 +128,7 @@ async def create_target(request: Request, principal: PagePrincipal, services: Se
             row, secret = targets.create(session, values.fields(creating=True), now=services.clock.now(),
                                          allow_private=_allow_private(services))
             target_id = row.id
+            audit(session, "target.create", f"target {row.id}", values.fields(creating=True), request=request)
     except AlmanacError as refused:
         # Leaving the block on the exception rolled the unit of work back: nothing was saved.
         return render(request, "target_form.html", status_code=refused.status, form=values, target_id=None,
@@ -178,6 +180,7 @@ async def update_target(request: Request, target_id: int, principal: PagePrincip
             values = TargetForm.from_form(form, targets.get(session, target_id).kind)
             targets.update(session, target_id, values.fields(creating=False), now=services.clock.now(),
                            allow_private=_allow_private(services))
+            audit(session, "target.update", f"target {target_id}", values.fields(creating=False), request=request)
     except AlmanacError as refused:
         if refused.status == 404:
             raise
@@ -204,6 +207,7 @@ def confirm_rotate(request: Request, target_id: int, principal: PagePrincipal, s
 def rotate_secret(request: Request, target_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
     with tenant_db(services, principal) as session:
         _row, secret = targets.rotate_secret(session, target_id, now=services.clock.now())
+        audit(session, "target.rotate_secret", f"target {target_id}", request=request)
     return _secret_page(request, principal, services, target_id, secret, 200)
 
 
@@ -222,6 +226,7 @@ def delete_target(request: Request, target_id: int, principal: PagePrincipal, se
     with tenant_db(services, principal) as session:
         name = targets.get(session, target_id).name
         targets.delete(session, target_id)
+        audit(session, "target.delete", f"target {target_id}", request=request)
     flash(request, f"Target “{name}” deleted.")
     return redirect("/targets")
 
@@ -305,6 +310,7 @@ def retry_delivery(request: Request, delivery_id: int, principal: PagePrincipal,
     try:
         with tenant_db(services, principal) as session:
             store.retry(session, delivery_id, services.clock.now())
+            audit(session, "delivery.retry", f"delivery {delivery_id}", request=request)
     except Conflict as busy:
         flash(request, busy.message, "bad")
         return redirect(f"/deliveries/{delivery_id}")

@@ -17,6 +17,7 @@ from almanac.platform import service
 from almanac.platform.models import JOB_PENDING
 from almanac.platform.recurrence.zones import get_zone
 from almanac.web.api.schemas_scheduler import JobIn
+from almanac.web.audit import audit
 from almanac.web.views import queries
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, validation_message, viewer_zone,
@@ -84,6 +85,8 @@ async def put_job(request: Request, principal: PagePrincipal, services: Services
         body = _validated(values)
         with tenant_db(services, principal) as session:
             _job, created = service.put_job(session, values["key"], body.model_dump(), services.clock.now())
+            audit(session, f"job.{'create' if created else 'update'}", f"job {values['key']}", body.model_dump(),
+                  request=request)
     except (PydanticError, AlmanacError) as exc:
         reason = validation_message(exc) if isinstance(exc, PydanticError) else exc.message
         status = exc.status if isinstance(exc, AlmanacError) else 422
@@ -108,6 +111,7 @@ def job_page(request: Request, key: str, principal: PagePrincipal, services: Ser
 def cancel_job(request: Request, key: str, principal: PagePrincipal, services: ServicesDep) -> Response:
     with tenant_db(services, principal) as session:
         service.cancel_job(session, key, services.clock.now())
+        audit(session, "job.cancel", f"job {key}", request=request)
     services.wake(principal.tenant_slug)
     flash(request, f"Job “{key}” cancelled.")
     return redirect(f"/jobs/{quote(key, safe='')}")

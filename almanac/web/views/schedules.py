@@ -20,6 +20,7 @@ from almanac.platform import recurrence, service
 from almanac.platform.models import Schedule
 from almanac.tenants.auth import Principal
 from almanac.web.api.schemas_scheduler import ScheduleIn
+from almanac.web.audit import audit
 from almanac.web.views import queries
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, validation_message, viewer_zone,
@@ -108,6 +109,7 @@ async def create_schedule(request: Request, principal: PagePrincipal, services: 
                                           min_interval_s=principal.min_interval_seconds)
             session.flush()
             schedule_id = sch.id
+            audit(session, "schedule.create", f"schedule {sch.id}", fields, request=request)
     except (PydanticError, AlmanacError, ValueError) as exc:
         status = exc.status if isinstance(exc, AlmanacError) else 422
         return _form_page(request, principal, services, sch=None, values=values, rf=rf, status_code=status,
@@ -149,8 +151,10 @@ async def update_schedule(request: Request, schedule_id: int, principal: PagePri
         fields = _validated(values, rf)
         with tenant_db(services, principal) as session:
             sch = service.get_schedule(session, schedule_id)
-            service.update_schedule(session, services.store.rules, schedule_id, _changes(sch, fields),
+            changes = _changes(sch, fields)
+            service.update_schedule(session, services.store.rules, schedule_id, changes,
                                     now=services.clock.now(), min_interval_s=principal.min_interval_seconds)
+            audit(session, "schedule.update", f"schedule {schedule_id}", changes, request=request)
     except (PydanticError, AlmanacError, ValueError) as exc:
         if isinstance(exc, AlmanacError) and exc.status == 404:
             raise
@@ -179,6 +183,7 @@ def _act(request: Request, principal: Principal, services: ServicesDep, schedule
          done: str) -> Response:
     with tenant_db(services, principal) as session:
         action(session)
+        audit(session, "schedule." + request.url.path.rsplit("/", 1)[1], f"schedule {schedule_id}", request=request)
     services.wake(principal.tenant_slug)
     flash(request, done)
     return redirect(f"/schedules/{schedule_id}")
@@ -217,6 +222,7 @@ def confirm_delete(request: Request, schedule_id: int, principal: PagePrincipal,
 def delete(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
     with tenant_db(services, principal) as session:
         service.delete_schedule(session, schedule_id)
+        audit(session, "schedule.delete", f"schedule {schedule_id}", request=request)
     services.wake(principal.tenant_slug)
     flash(request, "Schedule deleted.")
     return redirect("/schedules")

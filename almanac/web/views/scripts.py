@@ -21,6 +21,7 @@ from almanac.platform import service
 from almanac.platform.models import Script, ScriptVersion
 from almanac.web.api import scripts as scripts_api
 from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptIn
+from almanac.web.audit import audit
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
 )
@@ -90,6 +91,7 @@ async def create_script(request: Request, principal: PagePrincipal, services: Se
                                            body.memory_mb, services.clock.now())
             session.flush()
             script_id = script.id
+            audit(session, "script.create", f"script {script_id}", body.model_dump(), request=request)
     except (PydanticError, AlmanacError) as exc:
         return _refused(request, None, values, exc)
     flash(request, f"Script “{body.name}” saved as version 1.")
@@ -123,6 +125,7 @@ async def update_script(request: Request, script_id: int, principal: PagePrincip
         with tenant_db(services, principal) as session:
             version = service.update_script(session, services.runner, script_id, changes,
                                             services.clock.now()).current_version
+            audit(session, "script.update", f"script {script_id}", {**changes, "version": version}, request=request)
     except (PydanticError, AlmanacError) as exc:
         return _refused(request, script, values, exc)
     flash(request, f"Saved; the current version is {version}.")
@@ -139,7 +142,7 @@ async def run_script(request: Request, script_id: int, principal: PagePrincipal,
     except (ValueError, PydanticError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).splitlines()[0]
         return _run_answer(request, principal, services, script_id, payload_text, error=f"Payload is not JSON: {reason}.")
-    run = scripts_api.run_script(script_id, principal, services, body)
+    run = scripts_api.run_script(script_id, principal, services, request, body)
     return _run_answer(request, principal, services, script_id, payload_text, run=run)
 
 
@@ -181,6 +184,7 @@ def delete_script(request: Request, script_id: int, principal: PagePrincipal, se
     try:
         with tenant_db(services, principal) as session:
             service.delete_script(session, script_id)
+            audit(session, "script.delete", f"script {script_id}", request=request)
     except AlmanacError as exc:
         if exc.status == 404:
             raise

@@ -56,13 +56,22 @@ def test_tokens_are_shown_once_record_last_use_and_can_be_revoked(api: Callable[
     _assert_envelope(fresh.get("/api/v1/tenant", headers={"Authorization": f"Bearer {token}"}), 401, "unauthorized")
 
 
-def test_members_can_be_added_changed_and_removed_but_one_admin_stays(api: Callable[..., Any]) -> None:
+def test_members_are_invited_changed_and_removed_but_one_admin_stays(api: Callable[..., Any], app: Any) -> None:
+    import re
+
+    from fastapi.testclient import TestClient
+
     admin = api("admin")
-    added = admin.post("/api/v1/members", json={"email": "Ed@Example.com", "role": "editor"})
-    assert added.status_code == 201 and added.json()["email"] == "ed@example.com"
-    assert added.json()["generated_password"]
-    user_id = added.json()["user_id"]
-    _assert_envelope(admin.post("/api/v1/members", json={"email": "ed@example.com", "role": "viewer"}), 409, "conflict")
+    invited = admin.post("/api/v1/members", json={"email": "Ed@Example.com", "role": "editor"})
+    assert invited.status_code == 201 and invited.json()["email"] == "ed@example.com"
+    assert invited.json()["status"] == "pending" and "password" not in invited.text
+    ed = TestClient(app, follow_redirects=False)  # Ed opens the link and chooses a password
+    page = ed.get(invited.json()["invitation_url"].replace("http://testserver", ""))
+    csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+    accepted = ed.post(page.url.path, data={"csrf_token": csrf, "password": "eds-own-password",
+                                           "password_repeat": "eds-own-password"})
+    assert accepted.status_code == 303, accepted.text
+    user_id = next(m["user_id"] for m in admin.get("/api/v1/members").json() if m["email"] == "ed@example.com")
     assert admin.patch(f"/api/v1/members/{user_id}", json={"role": "viewer"}).json()["role"] == "viewer"
     assert admin.delete(f"/api/v1/members/{user_id}").status_code == 204
     admins = [m for m in admin.get("/api/v1/members").json() if m["role"] == "admin"]
