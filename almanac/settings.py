@@ -29,8 +29,8 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=1, le=65535, description="port `almanac serve` listens on")
     secret_key: str | None = Field(
         default=None,
-        description="signs the session cookie; generated once into `var_dir/secret_key` (mode 0600) "
-                    "when unset; placeholders and keys under 16 characters are refused")
+        description="SPEC section 1's signing key; sessions now live on the server and need none, so nothing "
+                    "signs with it today; placeholders and keys under 16 characters are refused")
     log_level: str = Field(default="info", description="debug, info, warning, error or critical (JSON lines on stderr)")
     var_dir: Path = Field(
         default=Path("./var"),
