@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from almanac import jsonsafe
 from almanac.platform import policies
 
 KV_KEY_MAX = 512
@@ -41,13 +42,20 @@ class JobUpsert:
 
 
 def _dumps(value: Any, what: str, limit: int) -> str:
+    """Stored JSON text, checked by `almanac.jsonsafe` as API input is (the same rules, the same measure)."""
     try:
-        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise CapabilityError(f"{what} must be JSON: {exc}") from None
-    if len(text.encode()) > limit:
-        raise CapabilityError(f"{what} is over {limit // 1024} KiB")
-    return text
+        return jsonsafe.dumps(value, what, limit)
+    except jsonsafe.Unsafe as exc:
+        raise CapabilityError(str(exc)) from None
+
+
+def _text(value: Any, what: str, limit: int) -> str:
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise CapabilityError(f"{what} must be a non-empty string of at most {limit} characters")
+    try:
+        return jsonsafe.check_text(value, what)
+    except jsonsafe.Unsafe as exc:
+        raise CapabilityError(str(exc)) from None
 
 
 def parse_when(when: Any) -> datetime:
@@ -84,9 +92,7 @@ class RunEffects:
 
     @staticmethod
     def _check_key(key: Any) -> str:
-        if not isinstance(key, str) or not key or len(key) > KV_KEY_MAX:
-            raise CapabilityError(f"a kv key must be a non-empty string of at most {KV_KEY_MAX} characters")
-        return key
+        return _text(key, "a kv key", KV_KEY_MAX)
 
     def kv_get(self, key: str) -> Any:
         key = self._check_key(key)
@@ -104,6 +110,8 @@ class RunEffects:
     def kv_list(self, prefix: str = "") -> list[str]:
         if not isinstance(prefix, str) or len(prefix) > KV_KEY_MAX:
             raise CapabilityError("kv.list needs a string prefix")
+        if prefix:
+            _text(prefix, "a kv prefix", KV_KEY_MAX)
         keys = set(self._keys(prefix))
         for key, value in self.kv.items():
             if key.startswith(prefix):
@@ -118,8 +126,7 @@ class RunEffects:
     # -- emit and schedule.at --------------------------------------------------------
 
     def emit(self, topic: str, data: Any = None) -> None:
-        if not isinstance(topic, str) or not topic or len(topic) > TOPIC_MAX:
-            raise CapabilityError(f"emit needs a topic of 1-{TOPIC_MAX} characters")
+        _text(topic, "an event topic", TOPIC_MAX)
         if len(self.events) >= MAX_EMITS_PER_RUN:
             raise CapabilityError(f"a run may emit at most {MAX_EMITS_PER_RUN} events")
         self.events.append((topic, _dumps(data, "event data", EVENT_DATA_MAX)))
@@ -128,8 +135,7 @@ class RunEffects:
         run_at = parse_when(when)
         if key is None:
             key = "job-" + uuid.uuid4().hex
-        if not isinstance(key, str) or not key or len(key) > JOB_KEY_MAX:
-            raise CapabilityError(f"a job key must be a string of 1-{JOB_KEY_MAX} characters")
+        _text(key, "a job key", JOB_KEY_MAX)
         made = len(self.jobs) - (1 if key in self.jobs else 0)
         problem = policies.follow_up_problem(self._job_depth, run_at, self._now, made)
         if problem:

@@ -281,9 +281,32 @@ def kv_delete(s: Session, key: str) -> None:
     s.delete(kv_get(s, key))
 
 
-def kv_list(s: Session, prefix: str, limit: int = 1000) -> list[KV]:
+KV_PAGE = 1000
+
+
+def _kv_cursor(key: str) -> str:
+    return base64.urlsafe_b64encode(("k" + key).encode()).decode().rstrip("=")
+
+
+def _kv_after(cursor: str) -> str:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if not text.startswith("k"):
+            raise ValueError
+        return text[1:]
+    except ValueError:
+        raise ValidationError("The cursor is not one this API gave out.", details={"field": "cursor"}) from None
+
+
+def kv_list(s: Session, prefix: str, limit: int = KV_PAGE, cursor: str | None = None) -> tuple[list[KV], str | None]:
+    """Keys starting with `prefix` in key order, a page of at most 1,000; `next_cursor` continues after it."""
+    limit = max(1, min(limit, KV_PAGE))
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    query = select(KV).where(KV.key.like(escaped + "%", escape="\\")).order_by(KV.key).limit(limit)
-    return list(s.execute(query).scalars())
+    query = select(KV).where(KV.key.like(escaped + "%", escape="\\")).order_by(KV.key).limit(limit + 1)
+    if cursor:
+        query = query.where(KV.key > _kv_after(cursor))
+    rows = list(s.execute(query).scalars())
+    page = rows[:limit]
+    return page, _kv_cursor(page[-1].key) if len(rows) > limit else None
 
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from almanac.platform import recurrence
+from almanac.web.api.schemas_scheduler import Instant
 from almanac.web.deps import CurrentPrincipal, ServicesDep, api_router
 
 # Preview changes nothing, so a viewer may use it (the rule builder shows it to everyone).
@@ -18,7 +19,7 @@ class PreviewIn(BaseModel):
     # The engine measures the 4 KiB limit in bytes and answers invalid_rule; this only stops absurd bodies.
     rule: str = Field(max_length=16_384)
     timezone: str = Field(default="UTC", max_length=64)
-    start: datetime | None = None
+    start: Instant | None = None
     count: int = Field(default=10, ge=1, le=50)
 
 
