@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from almanac import __version__
 from almanac.settings import Settings, get_settings
-from almanac.web import errors, ops
+from almanac.web import errors, openapi, ops
 from almanac.web.bodylimit import BodyLimit
 from almanac.worker import Services, build_services
 
@@ -64,4 +64,5 @@ def create_app(
         app.include_router(router, prefix=API_PREFIX)
     if hasattr(views, "setup"):
         views.setup(app, services)
+    openapi.install(app)
     return app

@@ -15,7 +15,7 @@ router = api_router(prefix="/recurrence", tags=["recurrence"], read="viewer", wr
 
 
 class PreviewIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: see schemas_scheduler.Strict
     # The engine measures the 4 KiB limit in bytes and answers invalid_rule; this only stops absurd bodies.
     rule: str = Field(max_length=16_384)
     timezone: str = Field(default="UTC", max_length=64)

@@ -7,10 +7,11 @@ names 200 characters, payloads 64 KiB of JSON, sources 256 KiB.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from almanac import jsonsafe
 
@@ -24,6 +25,16 @@ def _small_json(value: Any) -> Any:
     return value
 
 
+_DATE_TEXT = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _date_text(value: Any) -> Any:
+    """ISO-8601 text only: pydantic would also read numbers (and numeric text) as Unix times."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _DATE_TEXT.match(value)):
+        return value
+    raise ValueError("must be an ISO-8601 date-time, e.g. 2026-12-01T09:00:00Z")
+
+
 def _instant(value: datetime) -> datetime:
     return jsonsafe.check_instant(value)
 
@@ -34,8 +45,8 @@ def _aware_instant(value: datetime) -> datetime:
 
 Payload = Annotated[Any, AfterValidator(_small_json)]
 # A date-time that no offset or time zone can push past the calendar; `AwareInstant` needs its offset.
-Instant = Annotated[datetime, AfterValidator(_instant)]
-AwareInstant = Annotated[datetime, AfterValidator(_aware_instant)]
+Instant = Annotated[datetime, Field(strict=False), BeforeValidator(_date_text), AfterValidator(_instant)]
+AwareInstant = Annotated[datetime, Field(strict=False), BeforeValidator(_date_text), AfterValidator(_aware_instant)]
 Id = Annotated[int, Field(ge=1, le=ID_MAX)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Misfire = Literal["run_once", "run_all", "skip"]
@@ -43,7 +54,10 @@ Overlap = Literal["skip", "queue", "allow"]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Request bodies: unknown fields refused, and no coercion (`false` is not a number, `"1"` not an
+    integer), so that what the OpenAPI document says a field is, is what it accepts."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Patch(Strict):
