@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from almanac import jsonsafe
-from almanac.platform import policies
+from almanac.errors import QuotaExceeded
+from almanac.platform import policies, quotas
 
 KV_KEY_MAX = 512
 KV_VALUE_MAX = 64 * 1024
@@ -81,9 +82,13 @@ class RunEffects:
         *,
         now: datetime,
         job_depth: int | None,
+        quota: Callable[[], tuple[quotas.Quotas, int, int, int]] | None = None,
     ) -> None:
         self._read, self._keys = read, keys
         self._now, self._job_depth = now, job_depth
+        # Quotas: (quotas, kv keys, kv bytes, pending jobs) as committed, read on the first write that
+        # counts; then the run's own writes are charged on top (`_charged`: bytes per key it set).
+        self._quota, self._state, self._charged = quota, None, {}
         self.kv: dict[str, Any] = {}  # key -> JSON text, or _DELETED
         self.events: list[tuple[str, str]] = []
         self.jobs: dict[str, JobUpsert] = {}
@@ -102,10 +107,41 @@ class RunEffects:
         return self._read(key)
 
     def kv_set(self, key: str, value: Any) -> None:
-        self.kv[self._check_key(key)] = _dumps(value, "a kv value", KV_VALUE_MAX)
+        key = self._check_key(key)
+        text = _dumps(value, "a kv value", KV_VALUE_MAX)
+        self._charge_kv(key, len(key.encode()) + len(text.encode()))
+        self.kv[key] = text
 
     def kv_delete(self, key: str) -> None:
         self.kv[self._check_key(key)] = _DELETED
+        if key in self._charged and self._state is not None:
+            self._state[2] -= self._charged.pop(key)
+            self._state[1] -= 1
+
+    def _quota_state(self) -> list[Any] | None:
+        if self._state is None and self._quota is not None:
+            self._state = list(self._quota())
+        return self._state
+
+    def _charge_kv(self, key: str, size: int) -> None:
+        """Refuse a write past the kv quotas (committed use + this run's writes); a key's old value is credited."""
+        state = self._quota_state()
+        if state is None:
+            return
+        limits, keys, used = state[0], state[1], state[2]
+        if key in self._charged:
+            old, new_key = self._charged[key], False
+        else:
+            committed = self._read(key)
+            new_key = committed is None
+            old = 0 if new_key else len(key.encode()) + len(jsonsafe.dumps(committed).encode())
+        keys, used = keys + new_key, used - old + size
+        try:
+            quotas.check_kv(limits, keys, used)
+        except QuotaExceeded as exc:
+            raise CapabilityError(f"quota_exceeded: {exc.message}") from None
+        state[1], state[2] = keys, used
+        self._charged[key] = size
 
     def kv_list(self, prefix: str = "") -> list[str]:
         if not isinstance(prefix, str) or len(prefix) > KV_KEY_MAX:
@@ -140,5 +176,9 @@ class RunEffects:
         problem = policies.follow_up_problem(self._job_depth, run_at, self._now, made)
         if problem:
             raise CapabilityError(problem)
+        state = self._quota_state()
+        if state is not None and key not in self.jobs and state[3] + len(self.jobs) + 1 > state[0].pending_jobs:
+            raise CapabilityError(f"quota_exceeded: the tenant's quota of {state[0].pending_jobs} pending jobs "
+                                  "is used up")
         self.jobs[key] = JobUpsert(key, run_at, _dumps(payload, "a job payload", KV_VALUE_MAX))
         return {"key": key, "runAt": run_at.isoformat().replace("+00:00", "Z")}

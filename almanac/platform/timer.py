@@ -321,6 +321,7 @@ class Scheduler:
             lambda key: self.store.kv_read(claim.tenant, key),
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
             now=started, job_depth=claim.job_depth,
+            quota=(lambda: self.store.quota_state(claim.tenant)) if hasattr(self.store, "quota_state") else None,
         )
         return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
 
