@@ -20,6 +20,12 @@ DEEP = 600
 OVERFLOW = "9999-12-31T23:59:59-12:00"
 
 
+
+@pytest.fixture
+def backend() -> str:
+    """Every check here happens before the database is reached, so SQLite alone (PostgreSQL adds only time)."""
+    return "sqlite"
+
 @pytest.fixture(scope="module")
 def sandbox_cache(tmp_path_factory: Any) -> Any:
     return tmp_path_factory.mktemp("sandbox-cache")

@@ -150,3 +150,16 @@ def test_the_operator_sets_and_shows_quotas(sqlite_settings: Any, monkeypatch: A
         assert capsys.readouterr().err.startswith("almanac: error:")
     cli.main(["tenant", "quota", "acme"])
     assert "schedules\t7\tused 0" in capsys.readouterr().out
+
+
+def test_the_dashboard_shows_quotas_and_use(app: Any, make_tenant: Any, services: Any) -> None:
+    from tests.integration.web_views.conftest import Browser
+
+    tenant = make_tenant()
+    _limit(services, tenant, schedules=7)
+    b = Browser(app)
+    assert b.login(f"admin@{tenant}.test").status_code == 303
+    page = b.get("/").text
+    assert 'aria-labelledby="quotas-h"' in page
+    assert "<td>Schedules</td><td>0</td><td>7</td>" in page
+    assert "<td>CPU-seconds today</td><td>0</td><td>3600</td>" in page
