@@ -235,3 +235,13 @@ def test_error_messages_are_capped_at_64_kib(api: Any) -> None:
     assert 60 * 1024 < len(run["error"].encode()) <= 64 * 1024
     assert run["error"].endswith("[truncated]")
     assert len(admin.get(f"/api/v1/runs/{run['id']}").json()["error"].encode()) <= 64 * 1024
+
+
+def test_pages_with_ids_that_are_not_valid_ids_are_not_found(app: Any, make_tenant: Any) -> None:
+    from tests.integration.web_views.conftest import Browser
+
+    tenant = make_tenant()
+    b = Browser(app)
+    assert b.login(f"admin@{tenant}.test").status_code == 303
+    for path in ("/schedules/9223372036854775808", "/runs/99999999999999999999", "/scripts/abc", "/jobs/x" + "y" * 300):
+        assert b.get(path).status_code == 404, path
