@@ -16,7 +16,7 @@ from almanac.platform.clock import SystemClock
 from almanac.settings import Settings
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None)
-tenant_app = typer.Typer(no_args_is_help=True, help="Tenants: create, list.")
+tenant_app = typer.Typer(no_args_is_help=True, help="Tenants: create, list, quota.")
 user_app = typer.Typer(no_args_is_help=True, help="People in tenants.")
 token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
 app.add_typer(tenant_app, name="tenant")
@@ -150,6 +150,38 @@ def tenant_list() -> None:
     with db.shared_session() as session:
         for tenant in registry.list_tenants(session):
             typer.echo(f"{tenant.slug}\t{tenant.name}\tmin_interval={tenant.min_interval_seconds}s")
+
+
+QuotaOption = Annotated[Optional[int], typer.Option(min=0, max=2**31 - 1)]
+
+
+@tenant_app.command("quota")
+def tenant_quota(
+    slug: str,
+    kv_mb: QuotaOption = None,
+    kv_keys: QuotaOption = None,
+    schedules: QuotaOption = None,
+    pending_jobs: QuotaOption = None,
+    runs_per_day: QuotaOption = None,
+    cpu_seconds_per_day: QuotaOption = None,
+) -> None:
+    """Shows, or sets, a tenant's quotas (with each one's use)."""
+    from almanac.platform import quotas
+    from almanac.tenants import registry
+
+    changes = {name: value for name, value in dict(
+        kv_mb=kv_mb, kv_keys=kv_keys, schedules=schedules, pending_jobs=pending_jobs,
+        runs_per_day=runs_per_day, cpu_seconds_per_day=cpu_seconds_per_day).items() if value is not None}
+    db = _database()
+    now = SystemClock().now()
+    with db.shared_session() as session:
+        registry.get_tenant(session, slug)  # an unknown tenant is an error, before anything is written
+        if changes:
+            quotas.set_quotas(session, slug, changes, now)
+    with db.tenant_session(slug) as session:
+        report = quotas.report(quotas.of(session), quotas.use(session, now))
+    for name, values in report.items():
+        typer.echo(f"{name}\t{values['limit']}\tused {values['used']}")
 
 
 @user_app.command("add")

@@ -217,6 +217,7 @@ class Database:
         """A unit of work in one tenant's schema (shared tables remain reachable)."""
         with self.tenant_connection(slug) as conn:
             session = Session(bind=conn, expire_on_commit=False, join_transaction_mode="create_savepoint")
+            session.info["tenant"] = slug  # e.g. for the tenant's quotas, read in the same transaction
             try:
                 yield session
                 session.commit()

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from almanac.platform import policies
+from almanac import jsonsafe
+from almanac.errors import QuotaExceeded
+from almanac.platform import policies, quotas
 
 KV_KEY_MAX = 512
 KV_VALUE_MAX = 64 * 1024
@@ -41,13 +43,20 @@ class JobUpsert:
 
 
 def _dumps(value: Any, what: str, limit: int) -> str:
+    """Stored JSON text, checked by `almanac.jsonsafe` as API input is (the same rules, the same measure)."""
     try:
-        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise CapabilityError(f"{what} must be JSON: {exc}") from None
-    if len(text.encode()) > limit:
-        raise CapabilityError(f"{what} is over {limit // 1024} KiB")
-    return text
+        return jsonsafe.dumps(value, what, limit)
+    except jsonsafe.Unsafe as exc:
+        raise CapabilityError(str(exc)) from None
+
+
+def _text(value: Any, what: str, limit: int) -> str:
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise CapabilityError(f"{what} must be a non-empty string of at most {limit} characters")
+    try:
+        return jsonsafe.check_text(value, what)
+    except jsonsafe.Unsafe as exc:
+        raise CapabilityError(str(exc)) from None
 
 
 def parse_when(when: Any) -> datetime:
@@ -73,9 +82,13 @@ class RunEffects:
         *,
         now: datetime,
         job_depth: int | None,
+        quota: Callable[[], tuple[quotas.Quotas, int, int, int]] | None = None,
     ) -> None:
         self._read, self._keys = read, keys
         self._now, self._job_depth = now, job_depth
+        # Quotas: (quotas, kv keys, kv bytes, pending jobs) as committed, read on the first write that
+        # counts; then the run's own writes are charged on top (`_charged`: bytes per key it set).
+        self._quota, self._state, self._charged = quota, None, {}
         self.kv: dict[str, Any] = {}  # key -> JSON text, or _DELETED
         self.events: list[tuple[str, str]] = []
         self.jobs: dict[str, JobUpsert] = {}
@@ -84,9 +97,7 @@ class RunEffects:
 
     @staticmethod
     def _check_key(key: Any) -> str:
-        if not isinstance(key, str) or not key or len(key) > KV_KEY_MAX:
-            raise CapabilityError(f"a kv key must be a non-empty string of at most {KV_KEY_MAX} characters")
-        return key
+        return _text(key, "a kv key", KV_KEY_MAX)
 
     def kv_get(self, key: str) -> Any:
         key = self._check_key(key)
@@ -96,14 +107,47 @@ class RunEffects:
         return self._read(key)
 
     def kv_set(self, key: str, value: Any) -> None:
-        self.kv[self._check_key(key)] = _dumps(value, "a kv value", KV_VALUE_MAX)
+        key = self._check_key(key)
+        text = _dumps(value, "a kv value", KV_VALUE_MAX)
+        self._charge_kv(key, len(key.encode()) + len(text.encode()))
+        self.kv[key] = text
 
     def kv_delete(self, key: str) -> None:
         self.kv[self._check_key(key)] = _DELETED
+        if key in self._charged and self._state is not None:
+            self._state[2] -= self._charged.pop(key)
+            self._state[1] -= 1
+
+    def _quota_state(self) -> list[Any] | None:
+        if self._state is None and self._quota is not None:
+            self._state = list(self._quota())
+        return self._state
+
+    def _charge_kv(self, key: str, size: int) -> None:
+        """Refuse a write past the kv quotas (committed use + this run's writes); a key's old value is credited."""
+        state = self._quota_state()
+        if state is None:
+            return
+        limits, keys, used = state[0], state[1], state[2]
+        if key in self._charged:
+            old, new_key = self._charged[key], False
+        else:
+            committed = self._read(key)
+            new_key = committed is None
+            old = 0 if new_key else len(key.encode()) + len(jsonsafe.dumps(committed).encode())
+        keys, used = keys + new_key, used - old + size
+        try:
+            quotas.check_kv(limits, keys, used)
+        except QuotaExceeded as exc:
+            raise CapabilityError(f"quota_exceeded: {exc.message}") from None
+        state[1], state[2] = keys, used
+        self._charged[key] = size
 
     def kv_list(self, prefix: str = "") -> list[str]:
         if not isinstance(prefix, str) or len(prefix) > KV_KEY_MAX:
             raise CapabilityError("kv.list needs a string prefix")
+        if prefix:
+            _text(prefix, "a kv prefix", KV_KEY_MAX)
         keys = set(self._keys(prefix))
         for key, value in self.kv.items():
             if key.startswith(prefix):
@@ -118,8 +162,7 @@ class RunEffects:
     # -- emit and schedule.at --------------------------------------------------------
 
     def emit(self, topic: str, data: Any = None) -> None:
-        if not isinstance(topic, str) or not topic or len(topic) > TOPIC_MAX:
-            raise CapabilityError(f"emit needs a topic of 1-{TOPIC_MAX} characters")
+        _text(topic, "an event topic", TOPIC_MAX)
         if len(self.events) >= MAX_EMITS_PER_RUN:
             raise CapabilityError(f"a run may emit at most {MAX_EMITS_PER_RUN} events")
         self.events.append((topic, _dumps(data, "event data", EVENT_DATA_MAX)))
@@ -128,11 +171,14 @@ class RunEffects:
         run_at = parse_when(when)
         if key is None:
             key = "job-" + uuid.uuid4().hex
-        if not isinstance(key, str) or not key or len(key) > JOB_KEY_MAX:
-            raise CapabilityError(f"a job key must be a string of 1-{JOB_KEY_MAX} characters")
+        _text(key, "a job key", JOB_KEY_MAX)
         made = len(self.jobs) - (1 if key in self.jobs else 0)
         problem = policies.follow_up_problem(self._job_depth, run_at, self._now, made)
         if problem:
             raise CapabilityError(problem)
+        state = self._quota_state()
+        if state is not None and key not in self.jobs and state[3] + len(self.jobs) + 1 > state[0].pending_jobs:
+            raise CapabilityError(f"quota_exceeded: the tenant's quota of {state[0].pending_jobs} pending jobs "
+                                  "is used up")
         self.jobs[key] = JobUpsert(key, run_at, _dumps(payload, "a job payload", KV_VALUE_MAX))
         return {"key": key, "runAt": run_at.isoformat().replace("+00:00", "Z")}

@@ -189,6 +189,7 @@ class Run(TenantBase):
         Index("ix_runs_schedule_id_id", "schedule_id", "id"),
         Index("ix_runs_job_key_id", "job_key", "id"),
         Index("ix_runs_status_id", "status", "id"),
+        Index("ix_runs_created_at", "created_at"),  # the daily run quotas count today's runs
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

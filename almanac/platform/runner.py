@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from almanac import jsonsafe
+
 OUTCOME_STATUSES = ("succeeded", "failed", "timed_out", "memory_exceeded")
 
 
@@ -20,6 +22,36 @@ class RunOutcome:
     error_column: int | None = None
     logs: list[str] = field(default_factory=list)
     duration_ms: int = 0
+
+
+OUTPUT_MAX = 64 * 1024
+LOGS_MAX = 64 * 1024
+
+
+def storable(status: str, output: Any, error: str | None, logs: list[str]) -> tuple[str, Any, str | None, list[str], str | None]:
+    """What a runner handed back, made fit for a row (whatever the runner: the sandbox, a test's function).
+
+    Output must be safe JSON (`almanac.jsonsafe`) of at most 64 KiB: otherwise the run is `failed`, with
+    the reason, and nothing it did applies. Error messages and logs are diagnostics: lone surrogates in
+    them become U+FFFD and each is capped at 64 KiB. Returns (status, output, error, logs, reason or None).
+    """
+    reason = None
+    if output is not None:
+        try:
+            jsonsafe.dumps(output, "the output", OUTPUT_MAX)
+        except jsonsafe.Unsafe as exc:
+            status, output, reason = "failed", None, f"the script's output cannot be stored: {exc}"
+            error = f"{exc}" if error is None else error
+    error = None if error is None else jsonsafe.clean_text(str(error))
+    kept, size = [], 0
+    for line in logs:
+        line = jsonsafe.clean_text(str(line), LOGS_MAX)
+        size += len(line.encode()) + 1
+        if size > LOGS_MAX:
+            kept.append("[truncated]")
+            break
+        kept.append(line)
+    return status, output, error, kept, reason
 
 
 def broken(exc: Exception) -> RunOutcome:

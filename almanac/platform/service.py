@@ -17,7 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from almanac.errors import Conflict, NotFound, ScriptSyntaxError, ValidationError
-from almanac.platform import planning, recurrence
+from almanac.platform import planning, quotas, recurrence
 from almanac.platform.models import (
     JOB_PENDING, KV, PLANNED, QUEUED, RUNNING, Job, Occurrence, Run, Schedule, Script, ScriptVersion,
 )
@@ -108,6 +108,7 @@ def parse_rule(rule: str, timezone: str, start: datetime | None, now: datetime, 
 def create_schedule(s: Session, rules: planning.Rules, fields: dict[str, Any], *, now: datetime,
                     min_interval_s: int) -> Schedule:
     get_script(s, fields["script_id"])
+    quotas.check_schedules(s, quotas.of(s))
     rec = parse_rule(fields["rule"], fields["timezone"], fields.get("start"), now, min_interval_s)
     sch = Schedule(
         name=fields["name"], script_id=fields["script_id"], rule_text=fields["rule"], input_kind=rec.input_kind,
@@ -183,7 +184,10 @@ def list_schedules(s: Session) -> list[Schedule]:
 
 def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tuple[Job, bool]:
     get_script(s, fields["script_id"])
-    existed = s.execute(select(Job.id).where(Job.key == key)).first() is not None
+    existing = s.execute(select(Job.state).where(Job.key == key)).first()
+    if existing is None or existing.state != JOB_PENDING:  # a new pending job (replacing one is free)
+        quotas.check_pending_jobs(s, quotas.of(s))
+    existed = existing is not None
     values = dict(fields, payload=dumps(fields.get("payload")))
     try:
         job = planning.upsert_job(s, key, values, now=now)
@@ -269,6 +273,9 @@ def kv_put(s: Session, key: str, value: Any, now: datetime) -> KV:
     if len(text.encode()) > 64 * 1024:
         raise ValidationError("A value may be at most 64 KiB of JSON.", details={"field": "value"})
     row = s.get(KV, key)
+    keys, size = quotas.kv_use(s)
+    old = 0 if row is None else len(row.key.encode()) + len(row.value.encode())
+    quotas.check_kv(quotas.of(s), keys + (row is None), size - old + len(key.encode()) + len(text.encode()))
     if row is None:
         row = KV(key=key, value=text, updated_at=now)
         s.add(row)
@@ -281,9 +288,32 @@ def kv_delete(s: Session, key: str) -> None:
     s.delete(kv_get(s, key))
 
 
-def kv_list(s: Session, prefix: str, limit: int = 1000) -> list[KV]:
+KV_PAGE = 1000
+
+
+def _kv_cursor(key: str) -> str:
+    return base64.urlsafe_b64encode(("k" + key).encode()).decode().rstrip("=")
+
+
+def _kv_after(cursor: str) -> str:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        if not text.startswith("k"):
+            raise ValueError
+        return text[1:]
+    except ValueError:
+        raise ValidationError("The cursor is not one this API gave out.", details={"field": "cursor"}) from None
+
+
+def kv_list(s: Session, prefix: str, limit: int = KV_PAGE, cursor: str | None = None) -> tuple[list[KV], str | None]:
+    """Keys starting with `prefix` in key order, a page of at most 1,000; `next_cursor` continues after it."""
+    limit = max(1, min(limit, KV_PAGE))
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    query = select(KV).where(KV.key.like(escaped + "%", escape="\\")).order_by(KV.key).limit(limit)
-    return list(s.execute(query).scalars())
+    query = select(KV).where(KV.key.like(escaped + "%", escape="\\")).order_by(KV.key).limit(limit + 1)
+    if cursor:
+        query = query.where(KV.key > _kv_after(cursor))
+    rows = list(s.execute(query).scalars())
+    page = rows[:limit]
+    return page, _kv_cursor(page[-1].key) if len(rows) > limit else None
 
 

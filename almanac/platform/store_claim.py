@@ -30,7 +30,7 @@ from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from almanac.db import insert_ignore
-from almanac.platform import planning, policies
+from almanac.platform import planning, policies, quotas
 from almanac.platform.bulk import Bulk
 from almanac.platform.models import (
     DONE, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, RUNNING,
@@ -145,6 +145,16 @@ class _Batch:
         self.plans: list[tuple[Any, datetime]] = []  # (schedule, after): next occurrences to plan
         self.claims: list[Claim] = []
         self.recorded: dict[str, int] = {}
+        self.budget: list[Any] | None = None  # [quotas, runs today, ms today], read on the first claim
+
+    def over_budget(self, s: Session, now: datetime) -> str | None:
+        """Why the tenant may start no more runs today (its daily quotas), or None (and count this one)."""
+        if self.budget is None:
+            self.budget = [quotas.of(s), *quotas.day_use(s, now)]
+        problem = quotas.over_day_budget(*self.budget)
+        if problem is None:
+            self.budget[1] += 1
+        return problem
 
     def busy_until(self, schedule_id: int, occurrence_id: int) -> datetime | None:
         """The earliest lease end among the schedule's other running attempts, or None."""
@@ -326,8 +336,10 @@ class ClaimMixin:
     def _claim(self, s: Session, tenant: str, batch: _Batch, row: Any, owner: Any, policy: policies.Policy,
                now: datetime) -> None:
         script = batch.scripts.get(owner.script_id)
-        if script is None:
-            self._record(s, batch, row, row.scheduled_for, "failed", "its script was deleted", now, own=True)
+        problem = "its script was deleted" if script is None else batch.over_budget(s, now)
+        if problem is not None:
+            status = "failed" if script is None else "skipped"
+            self._record(s, batch, row, row.scheduled_for, status, problem, now, own=True)
             self._finish_occurrence(s, batch, row, now)
             return
         lease = batch.leases.get(script.timeout_ms)

@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 
 from almanac.db import Database
-from almanac.platform import planning, policies
+from almanac.platform import planning, policies, quotas
 from almanac.platform.models import KV, RUNNING, Run, Script, ScriptVersion
 from almanac.platform.store import Claim
 from almanac.platform.store_claim import BACKLOG, NEXT_DUE, ClaimMixin
@@ -91,3 +91,9 @@ class SqlStore(ClaimMixin, RecordMixin):
         with self.db.tenant_session(tenant) as s:
             rows = s.execute(select(KVT.c.key).where(KVT.c.key.like(escaped + "%", escape="\\")).order_by(KVT.c.key))
             return [r[0] for r in rows]
+
+    def quota_state(self, tenant: str) -> tuple[quotas.Quotas, int, int, int]:
+        """(quotas, kv keys, kv bytes, pending jobs) as committed: what a run's kv.set and schedule.at charge."""
+        with self.db.tenant_session(tenant) as s:
+            keys, size = quotas.kv_use(s)
+            return quotas.of(s), keys, size, quotas.use_pending_jobs(s)

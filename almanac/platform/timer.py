@@ -36,7 +36,7 @@ from typing import Any
 from almanac.platform.clock import Clock
 from almanac.platform.effects import RunEffects
 from almanac.platform.metrics import SchedulerMetrics, get_metrics
-from almanac.platform.runner import Runner, RunOutcome, broken
+from almanac.platform.runner import Runner, RunOutcome, broken, storable
 from almanac.platform.store import Claim, Outcome, Store
 
 log = logging.getLogger("almanac.scheduler")
@@ -321,6 +321,7 @@ class Scheduler:
             lambda key: self.store.kv_read(claim.tenant, key),
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
             now=started, job_depth=claim.job_depth,
+            quota=(lambda: self.store.quota_state(claim.tenant)) if hasattr(self.store, "quota_state") else None,
         )
         return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
 
@@ -415,8 +416,11 @@ def _runner_broke(claim: Claim, exc: Exception) -> RunOutcome:
 
 
 def _outcome(result: Any, started: datetime, elapsed_s: float) -> Outcome:
+    """A runner's result as it will be recorded: checked once, here, so no run can write a broken row."""
     duration = result.duration_ms or int(elapsed_s * 1000)
+    status, output, error, logs, reason = storable(result.status, result.output, result.error,
+                                                   list(result.logs or []))
     return Outcome(
-        status=result.status, started_at=started, output=result.output, error=result.error,
-        error_line=result.error_line, logs=list(result.logs or []), duration_ms=duration,
+        status=status, started_at=started, output=output, error=error,
+        error_line=result.error_line, logs=logs, duration_ms=duration, reason=reason,
     )

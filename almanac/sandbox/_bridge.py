@@ -51,7 +51,8 @@ class Bridge:
             return _reply(error=f"{op} returned a value that is not JSON")
 
     def size_of(self, value: Any) -> int:
-        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+        # surrogatepass: a lone surrogate is measured here and refused by the host's own check, by name
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
 
     def check_size(self, what: str, value: Any) -> None:
         size, limit = self.size_of(value), self.limits.kv_value_bytes

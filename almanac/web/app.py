@@ -13,7 +13,8 @@ from fastapi import FastAPI
 
 from almanac import __version__
 from almanac.settings import Settings, get_settings
-from almanac.web import errors, ops
+from almanac.web import errors, openapi, ops
+from almanac.web.bodylimit import BodyLimit
 from almanac.worker import Services, build_services
 
 log = logging.getLogger("almanac.web")
@@ -53,6 +54,7 @@ def create_app(
             services.close()
 
     app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan)
+    app.add_middleware(BodyLimit)  # 413 for bodies over 1 MiB, before they are read whole
     app.state.services = services
     app.state.settings = settings
     views = _views()
@@ -62,4 +64,5 @@ def create_app(
         app.include_router(router, prefix=API_PREFIX)
     if hasattr(views, "setup"):
         views.setup(app, services)
+    openapi.install(app)
     return app

@@ -8,13 +8,15 @@ the app and checks that every `/api/v1` route carries the gate.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from sqlalchemy.orm import Session
 
-from almanac.errors import Forbidden, Unauthorized
+from almanac import jsonsafe
+from almanac.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from almanac.tenants.auth import Principal, authenticate_token
 from almanac.tenants.models import ROLES
 from almanac.web.audit import bind as bind_audit
@@ -72,8 +74,37 @@ def need(role: str) -> RoleGate:
     return RoleGate(role, role)
 
 
+def valid_ids(request: Request) -> None:
+    """SPEC section 3: an id that is not a valid id at all (not digits, 2^63 or more) is not found.
+
+    Path parameters named `*_id` are checked here, before FastAPI's own validation could call them 422.
+    """
+    for name, value in request.path_params.items():
+        if name.endswith("_id") and jsonsafe.parse_id(str(value)) is None:
+            raise NotFound(f"There is no {name[:-3].replace('_', ' ')} {str(value)[:40]!r}.")
+
+
+async def safe_body(request: Request) -> None:
+    """Every JSON body is checked once, here, by `almanac.jsonsafe`: no lone surrogates, at most 64 levels
+    deep, integers within 64 bits. (Bodies that are not JSON are left to the route's own validation.)"""
+    if request.method in READ_METHODS or "json" not in request.headers.get("content-type", ""):
+        return
+    raw = await request.body()  # cached: the route reads the same bytes
+    if not raw:
+        return
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return  # FastAPI answers it (see web.errors)
+    try:
+        jsonsafe.check(value, "the body")
+    except jsonsafe.Unsafe as exc:
+        raise ValidationError(f"{exc}.", details={"field": "body"}) from None
+
+
 def api_router(*, prefix: str, tags: list[str], read: str = "viewer", write: str = "editor") -> APIRouter:
-    router = APIRouter(prefix=prefix, tags=tags, dependencies=[Depends(RoleGate(read, write))])
+    gates = [Depends(RoleGate(read, write)), Depends(valid_ids), Depends(safe_body)]
+    router = APIRouter(prefix=prefix, tags=tags, dependencies=gates)
     router.role_gate = (read, write)  # type: ignore[attr-defined]  (read by the route meta-test)
     return router
 

@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from almanac import jsonsafe
 from almanac.errors import AlmanacError
 
 log = logging.getLogger("almanac.web")
@@ -42,6 +43,11 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
     return f"{where}: {first.get('msg', 'is invalid')}."
 
 
+def _printable(value: Any) -> Any:
+    """Validation messages may quote the input: keep them encodable (no lone surrogates)."""
+    return jsonsafe.clean_text(value, 1024) if isinstance(value, str) else value
+
+
 def install(app: FastAPI, on_page_error: Any = None) -> None:
     """Register handlers. `on_page_error(request, status, code, message)` may answer browser pages instead."""
 
@@ -59,8 +65,13 @@ def install(app: FastAPI, on_page_error: Any = None) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Any:
         errors = [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in exc.errors()
+            {"loc": [_printable(p) for p in e.get("loc", ())], "msg": _printable(e.get("msg", "")),
+             "type": e.get("type", "")} for e in exc.errors()
         ]
+        bad_id = next((e["loc"][1] for e in errors if e["loc"][:1] == ["path"] and len(e["loc"]) > 1
+                       and str(e["loc"][1]).endswith("_id")), None)
+        if bad_id is not None:  # SPEC section 3: an id that is not a valid id at all is not found
+            return await handle(request, 404, "not_found", f"There is no such {bad_id[:-3].replace('_', ' ')}.")
         return await handle(request, 422, "validation_error", _validation_message(errors), {"errors": errors})
 
     @app.exception_handler(StarletteHTTPException)
@@ -69,6 +80,9 @@ def install(app: FastAPI, on_page_error: Any = None) -> None:
         message = exc.detail if isinstance(exc.detail, str) and exc.detail else code.replace("_", " ")
         if exc.status_code == 404 and message == "Not Found":
             message = f"Nothing at {request.url.path}."
+        if exc.status_code == 400 and request.url.path.startswith("/api/"):
+            # FastAPI's "error parsing the body" (JSON nested past the parser's recursion limit, say)
+            return await handle(request, 422, "validation_error", "The body is not JSON Almanac can read.")
         if exc.status_code == 405:
             message = f"{request.method} is not allowed on {request.url.path}."
         return await handle(request, exc.status_code, code, message)

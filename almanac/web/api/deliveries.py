@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from almanac.delivery import store, targets
 from almanac.web.audit import audit
+from almanac.jsonsafe import ID_MAX
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="", tags=["deliveries"], read="admin", write="admin")
@@ -61,8 +62,9 @@ def _page(found: store.Page) -> DeliveryPage:
 
 
 @router.get("/deliveries")
-def list_deliveries(session: TenantSession, event_id: int | None = None, target_id: int | None = None,
-                    status: Status | None = None, cursor: int | None = None,
+def list_deliveries(session: TenantSession, event_id: int | None = Query(default=None, ge=0, le=ID_MAX),
+                    target_id: int | None = Query(default=None, ge=0, le=ID_MAX),
+                    status: Status | None = None, cursor: int | None = Query(default=None, ge=0, le=ID_MAX),
                     limit: int = Query(default=50, ge=1, le=200)) -> DeliveryPage:
     return _page(store.page(session, event_id=event_id, target_id=target_id, status=status, before_id=cursor,
                             limit=limit))
@@ -95,6 +97,6 @@ def event_deliveries(event_id: int, session: TenantSession, limit: int = Query(d
 
 @router.get("/targets/{target_id}/deliveries")
 def target_deliveries(target_id: int, session: TenantSession, status: Status | None = None,
-                      cursor: int | None = None, limit: int = Query(default=50, ge=1, le=200)) -> DeliveryPage:
+                      cursor: int | None = Query(default=None, ge=0, le=ID_MAX), limit: int = Query(default=50, ge=1, le=200)) -> DeliveryPage:
     targets.get(session, target_id)  # 404 for an unknown (or another tenant's) target
     return _page(store.page(session, target_id=target_id, status=status, before_id=cursor, limit=limit))

@@ -25,7 +25,7 @@ def _out(session: TenantSession, job: Job) -> JobOut:
     )
 
 
-@router.put("/{key}")
+@router.put("/{key}", responses={201: {"description": "Created", "model": JobOut}})
 def put_job(body: JobIn, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
             background: BackgroundTasks, response: Response, key: str = Key) -> JobOut:
     job, created = service.put_job(session, key, body.model_dump(), services.clock.now())

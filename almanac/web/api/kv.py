@@ -7,7 +7,7 @@ import json
 from fastapi import Path, Query
 
 from almanac.platform import service
-from almanac.web.api.schemas_scheduler import KvIn, KvOut
+from almanac.web.api.schemas_scheduler import KvIn, KvOut, KvPage
 from almanac.web.audit import audit
 from almanac.web.deps import ServicesDep, TenantSession, api_router
 
@@ -20,8 +20,12 @@ def _out(row: object) -> KvOut:
 
 
 @router.get("")
-def list_keys(session: TenantSession, prefix: str = Query(default="", max_length=512)) -> list[KvOut]:
-    return [_out(row) for row in service.kv_list(session, prefix)]
+def list_keys(session: TenantSession, prefix: str = Query(default="", max_length=512),
+              cursor: str | None = Query(default=None, max_length=1024),
+              limit: int = Query(default=service.KV_PAGE, ge=1, le=service.KV_PAGE)) -> KvPage:
+    """Pages of at most 1,000 keys in key order; pass `next_cursor` back as `cursor` for the next."""
+    rows, next_cursor = service.kv_list(session, prefix, limit, cursor)
+    return KvPage(items=[_out(row) for row in rows], next_cursor=next_cursor)
 
 
 @router.get("/{key:path}")

@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from almanac.platform import recurrence
+from almanac.web.api.schemas_scheduler import Instant
 from almanac.web.deps import CurrentPrincipal, ServicesDep, api_router
 
 # Preview changes nothing, so a viewer may use it (the rule builder shows it to everyone).
@@ -14,11 +15,11 @@ router = api_router(prefix="/recurrence", tags=["recurrence"], read="viewer", wr
 
 
 class PreviewIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: see schemas_scheduler.Strict
     # The engine measures the 4 KiB limit in bytes and answers invalid_rule; this only stops absurd bodies.
     rule: str = Field(max_length=16_384)
     timezone: str = Field(default="UTC", max_length=64)
-    start: datetime | None = None
+    start: Instant | None = None
     count: int = Field(default=10, ge=1, le=50)
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 
 from fastapi import Query
 
 from almanac.platform import service
 from almanac.platform.models import RUN_STATUSES
-from almanac.web.api.schemas_scheduler import RunOut, RunPage, run_out
+from almanac.web.api.schemas_scheduler import ID_MAX, Instant, RunOut, RunPage, run_out
 from almanac.web.deps import TenantSession, api_router
 
 router = api_router(prefix="/runs", tags=["runs"], read="viewer", write="admin")
@@ -17,10 +16,10 @@ router = api_router(prefix="/runs", tags=["runs"], read="viewer", write="admin")
 @router.get("")
 def list_runs(
     session: TenantSession,
-    schedule_id: int | None = None,
+    schedule_id: int | None = Query(default=None, ge=0, le=ID_MAX),
     job_key: str | None = Query(default=None, max_length=200),
     status: str | None = Query(default=None, pattern="^(" + "|".join(RUN_STATUSES) + ")$"),
-    since: datetime | None = None,
+    since: Instant | None = None,
     limit: int = Query(default=50, ge=1, le=service.MAX_PAGE),
     cursor: str | None = Query(default=None, max_length=100),
 ) -> RunPage:

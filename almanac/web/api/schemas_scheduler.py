@@ -7,33 +7,72 @@ names 200 characters, payloads 64 KiB of JSON, sources 256 KiB.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from almanac import jsonsafe
 
 PAYLOAD_MAX = 64 * 1024
 SOURCE_MAX = 256 * 1024
+ID_MAX = jsonsafe.ID_MAX
 
 
 def _small_json(value: Any) -> Any:
-    try:
-        size = len(json.dumps(value, allow_nan=False).encode())
-    except ValueError as exc:
-        raise ValueError(f"must be JSON: {exc}") from None
-    if size > PAYLOAD_MAX:
-        raise ValueError("must be at most 64 KiB of JSON")
+    jsonsafe.dumps(value, "the value", PAYLOAD_MAX)  # Unsafe is a ValueError: pydantic reports it
     return value
 
 
+_DATE_TEXT = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def _date_text(value: Any) -> Any:
+    """ISO-8601 text only: pydantic would also read numbers (and numeric text) as Unix times."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _DATE_TEXT.match(value)):
+        return value
+    raise ValueError("must be an ISO-8601 date-time, e.g. 2026-12-01T09:00:00Z")
+
+
+def _instant(value: datetime) -> datetime:
+    return jsonsafe.check_instant(value)
+
+
+def _aware_instant(value: datetime) -> datetime:
+    return jsonsafe.check_instant(value, need_offset=True)
+
+
 Payload = Annotated[Any, AfterValidator(_small_json)]
+# A date-time that no offset or time zone can push past the calendar; `AwareInstant` needs its offset.
+Instant = Annotated[datetime, Field(strict=False), BeforeValidator(_date_text), AfterValidator(_instant)]
+AwareInstant = Annotated[datetime, Field(strict=False), BeforeValidator(_date_text), AfterValidator(_aware_instant)]
+Id = Annotated[int, Field(ge=1, le=ID_MAX)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Misfire = Literal["run_once", "run_all", "skip"]
 Overlap = Literal["skip", "queue", "allow"]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Request bodies: unknown fields refused, and no coercion (`false` is not a number, `"1"` not an
+    integer), so that what the OpenAPI document says a field is, is what it accepts."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class Patch(Strict):
+    """A partial update: a field left out is unchanged; `null` is refused except for `NULLABLE` fields
+    (for the others it would mean "make this required column empty")."""
+
+    NULLABLE: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="after")
+    def _no_null(self) -> "Patch":
+        nulls = sorted(name for name in self.model_fields_set
+                       if getattr(self, name) is None and name not in self.NULLABLE)
+        if nulls:
+            raise ValueError(f"{', '.join(nulls)} may not be null (leave a field out to keep it)")
+        return self
 
 
 class ScriptIn(Strict):
@@ -43,7 +82,7 @@ class ScriptIn(Strict):
     memory_mb: int = Field(default=32, ge=1, le=256)
 
 
-class ScriptPatch(Strict):
+class ScriptPatch(Patch):
     name: Name | None = None
     source: str | None = Field(default=None, min_length=1, max_length=SOURCE_MAX)
     timeout_ms: int | None = Field(default=None, ge=1, le=30_000)
@@ -67,10 +106,10 @@ class RunNowIn(Strict):
 
 class ScheduleIn(Strict):
     name: Name
-    script_id: int
+    script_id: Id
     rule: str = Field(min_length=1, max_length=4096)
     timezone: str = Field(default="UTC", max_length=64)
-    start: datetime | None = None
+    start: Instant | None = None
     payload: Payload = None
     enabled: bool = True
     misfire: Misfire = "run_once"
@@ -82,12 +121,13 @@ class ScheduleIn(Strict):
     priority: int = Field(default=0, ge=-100, le=100)
 
 
-class SchedulePatch(Strict):
+class SchedulePatch(Patch):
+    NULLABLE = frozenset({"start", "payload", "expire_after_s"})
     name: Name | None = None
-    script_id: int | None = None
+    script_id: Id | None = None
     rule: str | None = Field(default=None, min_length=1, max_length=4096)
     timezone: str | None = Field(default=None, max_length=64)
-    start: datetime | None = None
+    start: Instant | None = None
     payload: Payload = None
     enabled: bool | None = None
     misfire: Misfire | None = None
@@ -127,8 +167,8 @@ class NextOut(BaseModel):
 
 
 class JobIn(Strict):
-    script_id: int
-    run_at: datetime
+    script_id: Id
+    run_at: AwareInstant
     payload: Payload = None
     expire_after_s: int | None = Field(default=None, ge=1, le=365 * 86400)
     max_attempts: int = Field(default=3, ge=1, le=20)
@@ -184,6 +224,11 @@ class KvOut(BaseModel):
     key: str
     value: Any
     updated_at: datetime
+
+
+class KvPage(BaseModel):
+    items: list[KvOut]
+    next_cursor: str | None
 
 
 def run_out(run: Any) -> RunOut:

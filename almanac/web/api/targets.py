@@ -18,7 +18,7 @@ router = api_router(prefix="/targets", tags=["targets"], read="admin", write="ad
 
 
 class TargetIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: see schemas_scheduler.Strict
     kind: Literal["webhook", "email"]
     name: str = Field(min_length=1, max_length=200)
     topics: list[str] = Field(min_length=1, max_length=targets.TOPICS_MAX)
@@ -30,7 +30,7 @@ class TargetIn(BaseModel):
 
 
 class TargetPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: see schemas_scheduler.Strict
     name: str | None = Field(default=None, min_length=1, max_length=200)
     topics: list[str] | None = Field(default=None, min_length=1, max_length=targets.TOPICS_MAX)
     enabled: bool | None = None

@@ -16,7 +16,7 @@ router = api_router(prefix="/tokens", tags=["tokens"], read="admin", write="admi
 
 
 class TokenIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no coercion: see schemas_scheduler.Strict
     name: str = Field(min_length=1, max_length=200)
     role: Literal["admin", "editor", "viewer"]
 

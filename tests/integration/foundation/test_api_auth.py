@@ -84,7 +84,7 @@ def test_validation_404_and_405_use_the_envelope(api: Callable[..., Any]) -> Non
     _assert_envelope(admin.post("/api/v1/tokens", json={"name": "x", "role": "viewer", "extra": 1}), 422, "validation_error")
     _assert_envelope(admin.post("/api/v1/tokens", content=b"{not json", headers={"content-type": "application/json"}), 422, "validation_error")
     _assert_envelope(admin.get("/api/v1/nothing-here"), 404, "not_found")
-    _assert_envelope(admin.delete("/api/v1/tokens/notanumber"), 422, "validation_error")
+    _assert_envelope(admin.delete("/api/v1/tokens/notanumber"), 404, "not_found")  # SPEC 3: not a valid id at all
     _assert_envelope(admin.put("/api/v1/tenant"), 405, "method_not_allowed")
 
 

@@ -140,8 +140,30 @@ def test_kv(api: Any) -> None:
     assert client.put("/api/v1/kv/a/b", json={"value": {"x": [1, 2]}}).status_code == 200
     client.put("/api/v1/kv/a/c", json={"value": 2})
     client.put("/api/v1/kv/z", json={"value": 3})
-    assert [r["key"] for r in client.get("/api/v1/kv?prefix=a/").json()] == ["a/b", "a/c"]
+    assert [r["key"] for r in client.get("/api/v1/kv?prefix=a/").json()["items"]] == ["a/b", "a/c"]
     assert client.get("/api/v1/kv/a/b").json()["value"] == {"x": [1, 2]}
     assert client.delete("/api/v1/kv/a/b").status_code == 204
     assert client.get("/api/v1/kv/a/b").status_code == 404
     assert client.put("/api/v1/kv/big", json={"value": "x" * 70_000}).status_code == 422
+
+
+def test_kv_pages_with_a_cursor(api: Any, services: Any, now: Any) -> None:
+    """Issue 15 item 7: the list stopped silently at 1,000 keys; now it pages (at most 1,000) with a cursor."""
+    from almanac.platform.models import KV
+
+    client = api("viewer")
+    with services.db.tenant_session(client.tenant) as session:
+        session.add_all([KV(key=f"k{n:05d}", value=str(n), updated_at=now) for n in range(1001)])
+    first = client.get("/api/v1/kv").json()
+    assert len(first["items"]) == 1000 and first["next_cursor"]
+    rest = client.get("/api/v1/kv", params={"cursor": first["next_cursor"]}).json()
+    assert [r["key"] for r in rest["items"]] == ["k01000"] and rest["next_cursor"] is None
+    keys, cursor = [], None
+    while True:
+        page = client.get("/api/v1/kv", params={"prefix": "k0000", "limit": 3, "cursor": cursor or ""}).json()
+        keys += [r["key"] for r in page["items"]]
+        if not (cursor := page["next_cursor"]):
+            break
+    assert keys == [f"k{n:05d}" for n in range(10)]
+    assert client.get("/api/v1/kv", params={"limit": 1001}).status_code == 422
+    assert client.get("/api/v1/kv", params={"cursor": "bogus!"}).json()["error"]["code"] == "validation_error"

@@ -9,10 +9,10 @@ ROOT = Path(__file__).resolve().parents[3] / "almanac"
 # What each part may import from almanac (besides itself).
 ALLOWED = {
     "sandbox": set(),
-    "platform": {"db", "errors", "settings"},
-    "tenants": {"db", "errors", "settings"},
+    "platform": {"db", "errors", "settings", "jsonsafe"},
+    "tenants": {"db", "errors", "settings", "jsonsafe"},
     # Delivery reads the platform's outbox table; nothing in platform knows delivery exists.
-    "delivery": {"db", "errors", "settings", "platform"},
+    "delivery": {"db", "errors", "settings", "platform", "jsonsafe"},
 }
 
 

@@ -1,0 +1,123 @@
+"""What text and JSON Almanac accepts, decided once (STYLE: "boundaries validate once").
+
+Everything from outside - API bodies, and what scripts hand back (output, errors, logs,
+kv keys and values, emitted events, job keys and payloads) - is checked here before it
+can reach a row that every later read must serialise:
+
+- text is valid Unicode scalar values: no lone surrogates (they cannot be encoded as
+  UTF-8, so a row holding one breaks every answer that includes it);
+- JSON nests at most `MAX_DEPTH` (64) arrays/objects deep;
+- integers fit in 64 signed bits, floats are finite;
+- sizes are measured in UTF-8 bytes of the JSON as stored (`dumps`).
+
+A leaf: imports nothing of almanac, so every part may use it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+MAX_DEPTH = 64
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+ID_MAX = INT_MAX
+TEXT_CAP = 64 * 1024  # error messages and the like, as output and logs
+TRUNCATED = "\n[truncated]"
+# Dates: at least a day inside datetime's range, so no offset (at most +-24 h) can push them out.
+DATE_MIN = datetime(1, 1, 2, tzinfo=timezone.utc)
+DATE_MAX = datetime(9999, 12, 30, tzinfo=timezone.utc)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class Unsafe(ValueError):
+    """The value is not text or JSON that Almanac stores; the message says where and why."""
+
+
+def check_text(text: str, what: str = "text") -> str:
+    found = _SURROGATE.search(text)
+    if found:
+        raise Unsafe(f"{what} holds a lone surrogate (U+{ord(found.group()):04X}) at character {found.start()}; "
+                     "text must be valid Unicode")
+    return text
+
+
+def check(value: Any, what: str = "value") -> Any:
+    """`value` unchanged if it is safe JSON (see the module doc), else `Unsafe`."""
+    stack: list[tuple[Any, int, str]] = [(value, 0, what)]
+    while stack:
+        item, depth, where = stack.pop()
+        if item is None or isinstance(item, bool):
+            continue
+        if isinstance(item, int):
+            if not INT_MIN <= item <= INT_MAX:
+                raise Unsafe(f"{where} is an integer outside 64 bits")
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise Unsafe(f"{where} is not a finite number")
+        elif isinstance(item, str):
+            check_text(item, where)
+        elif isinstance(item, (list, tuple, dict)):
+            if depth >= MAX_DEPTH:
+                raise Unsafe(f"{what} nests deeper than {MAX_DEPTH} levels")
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    if not isinstance(key, str):
+                        raise Unsafe(f"{where} has a key that is not a string")
+                    check_text(key, f"a key of {where}")
+                    stack.append((child, depth + 1, where))
+            else:
+                stack.extend((child, depth + 1, where) for child in item)
+        else:
+            raise Unsafe(f"{where} is not JSON ({type(item).__name__})")
+    return value
+
+
+def dumps(value: Any, what: str = "value", limit: int | None = None) -> str:
+    """The stored JSON text of a safe value; `Unsafe` if it is not safe or over `limit` UTF-8 bytes."""
+    check(value, what)
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if limit is not None:
+        size = len(text.encode())
+        if size > limit:
+            raise Unsafe(f"{what} is {size} bytes of JSON, over the {limit // 1024} KiB limit")
+    return text
+
+
+def clean_text(text: str, cap: int = TEXT_CAP) -> str:
+    """Diagnostic text (an error message, a log line) made storable: lone surrogates become U+FFFD and
+    text over `cap` UTF-8 bytes is cut, ending with "[truncated]"."""
+    text = _SURROGATE.sub("\ufffd", text)
+    data = text.encode()
+    if len(data) <= cap:
+        return text
+    keep = cap - len(TRUNCATED.encode())
+    return data[:keep].decode("utf-8", "ignore") + TRUNCATED
+
+
+def check_instant(value: datetime, what: str = "date-time", *, need_offset: bool = False) -> datetime:
+    """A date-time that stays inside the calendar whatever offset or time zone later applies to it."""
+    if value.tzinfo is None:
+        if need_offset:
+            raise Unsafe(f"{what} needs an offset or Z, e.g. 2026-12-01T09:00:00Z")
+        probe = value.replace(tzinfo=timezone.utc)
+    else:
+        try:
+            probe = value.astimezone(timezone.utc)
+        except (OverflowError, ValueError):
+            raise Unsafe(f"{what} is outside the years 1 to 9999 once its offset applies") from None
+        if value.utcoffset() is not None and abs(value.utcoffset()) >= timedelta(days=1):
+            raise Unsafe(f"{what} has an offset of a day or more")
+    if not DATE_MIN <= probe <= DATE_MAX:
+        raise Unsafe(f"{what} must lie between {DATE_MIN:%Y-%m-%d} and {DATE_MAX:%Y-%m-%d}")
+    return value
+
+
+def parse_id(text: str) -> int | None:
+    """A path id as the API accepts it (decimal digits, below 2^63), else None (the API's 404)."""
+    if not text.isascii() or not text.isdigit() or len(text) > 19:
+        return None
+    number = int(text)
+    return number if number <= ID_MAX else None

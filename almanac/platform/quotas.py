@@ -1,0 +1,176 @@
+"""Per-tenant quotas (SPEC section 3): defaults, operator overrides, use, and the checks.
+
+Overrides live in the shared schema (`tenant_quotas`, one row per tenant that has any; a NULL
+column means the default). Use is counted in the tenant's own schema when it is needed:
+
+- kv: keys, and bytes as UTF-8 bytes of key + stored JSON value;
+- schedules; pending jobs (state `pending`);
+- runs and run time today (UTC day): runs that started (every status but skipped/expired) and
+  the sum of their `duration_ms`, the sandbox's measure of a run (our "CPU-seconds").
+
+Passing a quota raises `QuotaExceeded` (429 `quota_exceeded`); a script's `kv.set` or
+`schedule.at` rejects with that message; an occurrence due while the daily budget is used up
+is recorded `skipped` with the reason (see `store_claim`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from datetime import datetime, time, timezone
+from typing import Any
+
+from sqlalchemy import Integer, LargeBinary, String, cast, func, select
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from almanac.db import SharedBase, UTCDateTime
+from almanac.errors import QuotaExceeded
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Quotas:
+    kv_mb: int = 100
+    kv_keys: int = 100_000
+    schedules: int = 10_000
+    pending_jobs: int = 100_000
+    runs_per_day: int = 100_000
+    cpu_seconds_per_day: int = 3_600
+
+
+NAMES = tuple(f.name for f in fields(Quotas))
+DEFAULTS = Quotas()
+
+
+class TenantQuota(SharedBase):
+    """An operator's overrides for one tenant (NULL: the default)."""
+
+    __tablename__ = "tenant_quotas"
+
+    tenant_slug: Mapped[str] = mapped_column(String(40), primary_key=True)
+    kv_mb: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    kv_keys: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    schedules: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    pending_jobs: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    runs_per_day: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    cpu_seconds_per_day: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+def quotas_for(shared: Session, slug: str) -> Quotas:
+    row = shared.get(TenantQuota, slug)
+    if row is None:
+        return DEFAULTS
+    return replace(DEFAULTS, **{n: getattr(row, n) for n in NAMES if getattr(row, n) is not None})
+
+
+def of(s: Session) -> Quotas:
+    """The quotas of the tenant whose session this is (`Database.tenant_session`), in its transaction."""
+    return quotas_for(s, s.info["tenant"])
+
+
+def set_quotas(shared: Session, slug: str, changes: dict[str, int], now: datetime) -> Quotas:
+    """Operator overrides (`almanac tenant quota`); values must be >= 0."""
+    for name, value in changes.items():
+        if name not in NAMES or not isinstance(value, int) or not 0 <= value <= 2**31 - 1:
+            raise ValueError(f"{name} must be a whole number from 0")
+    row = shared.get(TenantQuota, slug)
+    if row is None:
+        row = TenantQuota(tenant_slug=slug, updated_at=now)
+        shared.add(row)
+    for name, value in changes.items():
+        setattr(row, name, value)
+    row.updated_at = now
+    shared.flush()
+    return quotas_for(shared, slug)
+
+
+def day_start(now: datetime) -> datetime:
+    return datetime.combine(now.astimezone(timezone.utc).date(), time(), tzinfo=timezone.utc)
+
+
+def _octets(s: Session, column: Any) -> Any:
+    if s.get_bind().dialect.name == "postgresql":
+        return func.octet_length(column)
+    return func.length(cast(column, LargeBinary))
+
+
+def kv_use(s: Session) -> tuple[int, int]:
+    """(keys, bytes) of the tenant's kv."""
+    from almanac.platform.models import KV
+
+    keys, size = s.execute(select(func.count(), func.coalesce(func.sum(_octets(s, KV.key) + _octets(s, KV.value)), 0))
+                           .select_from(KV)).one()
+    return int(keys), int(size)
+
+
+def day_use(s: Session, now: datetime) -> tuple[int, int]:
+    """(runs started today, their milliseconds) in the tenant, UTC day."""
+    from almanac.platform.models import Run
+
+    runs, ms = s.execute(select(func.count(), func.coalesce(func.sum(Run.duration_ms), 0)).where(
+        Run.created_at >= day_start(now), Run.status.not_in(("skipped", "expired")))).one()
+    return int(runs), int(ms)
+
+
+def use(s: Session, now: datetime) -> dict[str, int]:
+    """Every quota's use, by quota name (kv in bytes, run time in seconds)."""
+    from almanac.platform.models import Schedule
+
+    keys, size = kv_use(s)
+    runs, ms = day_use(s, now)
+    return {
+        "kv_mb": size, "kv_keys": keys,
+        "schedules": s.execute(select(func.count()).select_from(Schedule)).scalar_one(),
+        "pending_jobs": use_pending_jobs(s),
+        "runs_per_day": runs, "cpu_seconds_per_day": ms // 1000,
+    }
+
+
+def report(quotas: Quotas, used: dict[str, int]) -> dict[str, dict[str, int]]:
+    """{name: {limit, used}}; kv is reported in bytes (`kv_bytes`) beside its limit in MiB."""
+    out = {name: {"limit": limit, "used": used[name]} for name, limit in asdict(quotas).items()}
+    out["kv_mb"] = {"limit": quotas.kv_mb, "used": used["kv_mb"] // MIB, "used_bytes": used["kv_mb"]}
+    return out
+
+
+def ensure_room(what: str, used: int, adding: int, limit: int) -> None:
+    if used + adding > limit:
+        raise QuotaExceeded(f"The tenant's quota of {limit} {what} is used up ({used} used).",
+                            details={"quota": what, "limit": limit, "used": used})
+
+
+def check_schedules(s: Session, quotas: Quotas, adding: int = 1) -> None:
+    from almanac.platform.models import Schedule
+
+    ensure_room("schedules", s.execute(select(func.count()).select_from(Schedule)).scalar_one(), adding,
+                quotas.schedules)
+
+
+def use_pending_jobs(s: Session) -> int:
+    from almanac.platform.models import JOB_PENDING, Job
+
+    return s.execute(select(func.count()).select_from(Job).where(Job.state == JOB_PENDING)).scalar_one()
+
+
+def check_pending_jobs(s: Session, quotas: Quotas, adding: int = 1) -> None:
+    ensure_room("pending jobs", use_pending_jobs(s), adding, quotas.pending_jobs)
+
+
+def check_kv(quotas: Quotas, keys: int, size: int) -> None:
+    """`keys` and `size` (bytes) as they would be after the write."""
+    if keys > quotas.kv_keys:
+        raise QuotaExceeded(f"The tenant's quota of {quotas.kv_keys} kv keys is used up.",
+                            details={"quota": "kv_keys", "limit": quotas.kv_keys})
+    if size > quotas.kv_mb * MIB:
+        raise QuotaExceeded(f"The tenant's quota of {quotas.kv_mb} MiB of kv data is used up.",
+                            details={"quota": "kv_mb", "limit": quotas.kv_mb})
+
+
+def over_day_budget(quotas: Quotas, runs: int, ms: int) -> str | None:
+    """Why a run may not start today, or None."""
+    if runs >= quotas.runs_per_day:
+        return f"quota_exceeded: the tenant's {quotas.runs_per_day} runs a day are used up"
+    if ms >= quotas.cpu_seconds_per_day * 1000:
+        return f"quota_exceeded: the tenant's {quotas.cpu_seconds_per_day} CPU-seconds a day are used up"
+    return None
