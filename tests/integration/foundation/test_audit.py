@@ -131,7 +131,7 @@ def test_an_entry_commits_and_rolls_back_with_its_change(database: Any, make_ten
     with database.shared_session() as session:
         assert [e.target for e in session.query(AuditEntry).filter_by(tenant_id=tenant_id)] == ["kv kept"]
     with database.tenant_session(slug) as session:
-        assert [row.key for row in service.kv_list(session, "")] == ["kept"]
+        assert [row.key for row in service.kv_list(session, "")[0]] == ["kept"]
 
 
 def test_changes_are_redacted_shortened_and_storable() -> None:
