@@ -152,7 +152,11 @@ def _day_clauses(rule: Rule, plan: Plan) -> list[str]:
     has_days = plan.days.plain or plan.days.nth
     if has_days and not _is_weekdays(rule, plan) and not _plain_days_head(rule, plan) \
             and not _nth_head(rule, plan):
-        out.append(" on " + _byday_text(rule, plan))
+        missing = sorted(set(range(7)) - plan.days.plain)
+        if rule.freq in ("DAILY", "HOURLY", "MINUTELY") and not plan.days.nth and 1 <= len(missing) <= 2:
+            out.append(" except on " + join([day_name(d) for d in missing]))
+        else:
+            out.append(" on " + _byday_text(rule, plan))
     return out
 
 

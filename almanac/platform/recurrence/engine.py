@@ -44,9 +44,9 @@ class SearchTooLong(Exception):
 # One step is one bounded piece of work (a candidate year, day or period
 # looked at). Counting work instead of reading a clock makes the answer a
 # function of the rule alone: a busy machine is slower, never differently
-# right. A step costs about 1-4 us, so a preview's 6,000 stay within 50 ms
+# right. A step costs about 1-6 us, so a preview's 4,000 stay well within 50 ms
 # (SPEC: 100 ms); a worker's search for the next fire may do more.
-PREVIEW_STEPS = 6_000
+PREVIEW_STEPS = 4_000
 SEARCH_STEPS = 100_000
 
 

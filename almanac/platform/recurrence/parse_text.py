@@ -22,7 +22,8 @@ from almanac.errors import InvalidRule
 
 from .model import Rule
 from .parse_rrule import fail
-from .text_grammar import MONTH, Refusal, read_rules
+from .text_build import Refusal
+from .text_grammar import MONTH, read_rules
 from .words import MONTH_NAMES, TIME_RE, read_time
 
 _ZONE_SUFFIX = re.compile(r"^\([A-Za-z_]+(?:/[A-Za-z0-9_+-]+)*\)$")

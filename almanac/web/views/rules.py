@@ -163,13 +163,25 @@ def preview_context(form: RuleForm, principal: Principal, now: datetime, viewer:
             min_interval_s=principal.min_interval_seconds,
         )
     except AlmanacError as refused:
-        return {"refusal": refused.message, "code": refused.code}
+        return {"refusal": refused.message, "code": refused.code, "marked": _marked(form, refused)}
     rule_zone = result.next[0].tzinfo if result.next else ZoneInfo(form.timezone)
     dates = [(when, when.astimezone(viewer)) for when in result.next]
     return {
         "preview": result, "dates": dates, "rule_zone": rule_zone, "viewer": viewer,
         "show_viewer": str(viewer) != str(rule_zone),
     }
+
+
+def _marked(form: RuleForm, refused: AlmanacError) -> tuple[str, str, str] | None:
+    """The typed rule split around the words a refusal marks (position, length)."""
+    details = getattr(refused, "details", None) or {}
+    position, length = details.get("position"), details.get("length")
+    if form.mode != "text" or not isinstance(position, int) or not isinstance(length, int):
+        return None
+    text = form.rule
+    if not 0 <= position < len(text):
+        return None
+    return text[:position], text[position:position + length], text[position + length:]
 
 
 @router.get("/rules/preview")

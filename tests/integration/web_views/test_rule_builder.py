@@ -74,3 +74,10 @@ def test_rule_builder_shows_a_dst_move(signed_in):
     html = signed_in().get("/rules/preview", params={"rule": rule, "timezone": "Europe/Berlin"}).text
     assert '<li class="dst-note">02:30 does not exist on 28 Mar 2027: runs at 03:30</li>' in html
     assert len(_items(html)) == 3
+
+
+def test_rule_builder_marks_the_words_not_understood(signed_in):
+    html = signed_in().get("/rules/preview", params={"rule": "every weekday at 9am except holidays",
+                                                     "timezone": "UTC"}).text
+    assert 'data-code="invalid_rule"' in html
+    assert "<code>every weekday at 9am except <mark>holidays</mark></code>" in html
