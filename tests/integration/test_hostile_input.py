@@ -245,3 +245,21 @@ def test_pages_with_ids_that_are_not_valid_ids_are_not_found(app: Any, make_tena
     assert b.login(f"admin@{tenant}.test").status_code == 303
     for path in ("/schedules/9223372036854775808", "/runs/99999999999999999999", "/scripts/abc", "/jobs/x" + "y" * 300):
         assert b.get(path).status_code == 404, path
+
+
+def test_rows_written_before_the_rules_still_read(api: Any, services: Any, now: Any) -> None:
+    """A tenant broken for good by earlier runs reads again: stored JSON is served repaired."""
+    from almanac.platform.models import KV, Run
+
+    admin = api("admin")
+    deep = "[" * 600 + "]" * 600
+    with services.db.tenant_session(admin.tenant) as s:
+        s.add_all([KV(key="old", value='"\\ud800"', updated_at=now), KV(key="deep", value=deep, updated_at=now)])
+        s.add(Run(trigger="manual", scheduled_for=now, created_at=now, status="succeeded", attempt=1,
+                  output='{"a":"\\udc00x","b":18446744073709551616}', logs='["\\ud800"]'))
+    values = {row["key"]: row["value"] for row in admin.get("/api/v1/kv").json()["items"]}
+    assert values == {"old": "\ufffd", "deep": deep}
+    run = admin.get("/api/v1/runs").json()["items"][0]
+    # past repair (an integer beyond 64 bits): served as the JSON text it is stored as
+    assert run["output"] == '{"a":"\\udc00x","b":18446744073709551616}' and run["logs"] == ["\ufffd"]
+    _readable(admin)
