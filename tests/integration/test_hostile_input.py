@@ -96,6 +96,10 @@ def test_api_refuses_json_it_could_not_serve_back(api: Any) -> None:
                                                         "payload": bad}), 422, "validation_error")
         _is_error(send(admin, "POST", "/api/v1/schedules", {"name": "n", "script_id": sid, "rule": "@daily",
                                                             "payload": bad}), 422, "validation_error")
+    for depth in (1000, 100_000):  # past the JSON parser's own recursion limit
+        raw = '{"value": ' + "[" * depth + "]" * depth + "}"
+        _is_error(admin.put("/api/v1/kv/k", content=raw, headers={"Content-Type": "application/json"}),
+                  422, "validation_error")
     _readable(admin)
     assert admin.get("/api/v1/kv").json()["items"] == []
     fine = admin.put("/api/v1/kv/k", json={"value": {"deep": _nested(60), "i": 2**63 - 1, "s": "\U0001F600"}})
