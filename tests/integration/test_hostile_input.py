@@ -96,6 +96,8 @@ def test_api_refuses_json_it_could_not_serve_back(api: Any) -> None:
                                                         "payload": bad}), 422, "validation_error")
         _is_error(send(admin, "POST", "/api/v1/schedules", {"name": "n", "script_id": sid, "rule": "@daily",
                                                             "payload": bad}), 422, "validation_error")
+    no_type = admin.put("/api/v1/kv/k", content=json.dumps({"value": LONE}), headers={"Content-Type": ""})
+    assert no_type.status_code == 422, no_type.text
     for depth in (1000, 100_000):  # past the JSON parser's own recursion limit
         raw = '{"value": ' + "[" * depth + "]" * depth + "}"
         _is_error(admin.put("/api/v1/kv/k", content=raw, headers={"Content-Type": "application/json"}),
