@@ -86,6 +86,32 @@ def dumps(value: Any, what: str = "value", limit: int | None = None) -> str:
     return text
 
 
+def loads_stored(text: str) -> Any:
+    """Stored JSON for an answer. Rows written before these rules may break them; such a value is
+    served repaired (lone surrogates as U+FFFD) or, failing that, as its JSON text: a read never fails."""
+    value = json.loads(text)
+    try:
+        return check(value)
+    except Unsafe:
+        pass
+    try:
+        return check(_repaired(value, 0))
+    except Unsafe:
+        return clean_text(text)
+
+
+def _repaired(value: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise Unsafe("too deep to repair")
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_repaired(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {_SURROGATE.sub("\ufffd", k): _repaired(v, depth + 1) for k, v in value.items()}
+    return value
+
+
 def clean_text(text: str, cap: int = TEXT_CAP) -> str:
     """Diagnostic text (an error message, a log line) made storable: lone surrogates become U+FFFD and
     text over `cap` UTF-8 bytes is cut, ending with "[truncated]"."""

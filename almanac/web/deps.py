@@ -87,8 +87,9 @@ def valid_ids(request: Request) -> None:
 async def safe_body(request: Request) -> None:
     """Every JSON body is checked once, here, by `almanac.jsonsafe`: no lone surrogates, at most 64 levels
     deep, integers within 64 bits. (Bodies that are not JSON are left to the route's own validation.)"""
-    if request.method in READ_METHODS or "json" not in request.headers.get("content-type", ""):
-        return
+    content_type = request.headers.get("content-type")
+    if request.method in READ_METHODS or (content_type is not None and "json" not in content_type):
+        return  # a body without a content type is checked too, in case it is ever read as JSON
     raw = await request.body()  # cached: the route reads the same bytes
     if not raw:
         return

@@ -35,7 +35,7 @@ from almanac.worker import SandboxRunner, build_services
 NOW = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           negative_data_rejection]
-EXAMPLES = 10
+EXAMPLES = 8
 FUZZ = settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                 suppress_health_check=list(HealthCheck))
 SCRIPT = "export default async function (event) { await almanac.kv.set('seen', 1); return event.payload; }"
@@ -91,7 +91,7 @@ class Stateful(schema.as_state_machine()):  # type: ignore[misc]
 
 def test_stateful(token: str) -> None:
     Stateful.token = token
-    Stateful.run(settings=settings(max_examples=15, stateful_step_count=5, derandomize=True, deadline=None,
+    Stateful.run(settings=settings(max_examples=10, stateful_step_count=5, derandomize=True, deadline=None,
                                    database=None, suppress_health_check=list(HealthCheck)))
 
 

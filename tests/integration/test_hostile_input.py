@@ -96,6 +96,12 @@ def test_api_refuses_json_it_could_not_serve_back(api: Any) -> None:
                                                         "payload": bad}), 422, "validation_error")
         _is_error(send(admin, "POST", "/api/v1/schedules", {"name": "n", "script_id": sid, "rule": "@daily",
                                                             "payload": bad}), 422, "validation_error")
+    no_type = admin.put("/api/v1/kv/k", content=json.dumps({"value": LONE}), headers={"Content-Type": ""})
+    assert no_type.status_code == 422, no_type.text
+    for depth in (1000, 100_000):  # past the JSON parser's own recursion limit
+        raw = '{"value": ' + "[" * depth + "]" * depth + "}"
+        _is_error(admin.put("/api/v1/kv/k", content=raw, headers={"Content-Type": "application/json"}),
+                  422, "validation_error")
     _readable(admin)
     assert admin.get("/api/v1/kv").json()["items"] == []
     fine = admin.put("/api/v1/kv/k", json={"value": {"deep": _nested(60), "i": 2**63 - 1, "s": "\U0001F600"}})
@@ -245,3 +251,21 @@ def test_pages_with_ids_that_are_not_valid_ids_are_not_found(app: Any, make_tena
     assert b.login(f"admin@{tenant}.test").status_code == 303
     for path in ("/schedules/9223372036854775808", "/runs/99999999999999999999", "/scripts/abc", "/jobs/x" + "y" * 300):
         assert b.get(path).status_code == 404, path
+
+
+def test_rows_written_before_the_rules_still_read(api: Any, services: Any, now: Any) -> None:
+    """A tenant broken for good by earlier runs reads again: stored JSON is served repaired."""
+    from almanac.platform.models import KV, Run
+
+    admin = api("admin")
+    deep = "[" * 600 + "]" * 600
+    with services.db.tenant_session(admin.tenant) as s:
+        s.add_all([KV(key="old", value='"\\ud800"', updated_at=now), KV(key="deep", value=deep, updated_at=now)])
+        s.add(Run(trigger="manual", scheduled_for=now, created_at=now, status="succeeded", attempt=1,
+                  output='{"a":"\\udc00x","b":18446744073709551616}', logs='["\\ud800"]'))
+    values = {row["key"]: row["value"] for row in admin.get("/api/v1/kv").json()["items"]}
+    assert values == {"old": "\ufffd", "deep": deep}
+    run = admin.get("/api/v1/runs").json()["items"][0]
+    # past repair (an integer beyond 64 bits): served as the JSON text it is stored as
+    assert run["output"] == '{"a":"\\udc00x","b":18446744073709551616}' and run["logs"] == ["\ufffd"]
+    _readable(admin)

@@ -163,3 +163,19 @@ def test_the_dashboard_shows_quotas_and_use(app: Any, make_tenant: Any, services
     assert 'aria-labelledby="quotas-h"' in page
     assert "<td>Schedules</td><td>0</td><td>7</td>" in page
     assert "<td>CPU-seconds today</td><td>0</td><td>3600</td>" in page
+
+
+def test_a_scripts_schedule_at_rejects_past_the_pending_jobs_quota(api: Any, services: Any) -> None:
+    admin = api("admin")
+    sid = _script(admin, """export default async function () {
+        await almanac.schedule.at("2026-12-01T00:00:00Z", 1, {key: "first"});
+        await almanac.schedule.at("2026-12-01T00:00:00Z", 2, {key: "first"});  // replacing its own: free
+        try { await almanac.schedule.at("2026-12-01T00:00:00Z", 3, {key: "second"}); }
+        catch (e) { return e.message; }
+        return "not refused";
+    }""")
+    _limit(services, admin.tenant, pending_jobs=1)
+    run = admin.post(f"/api/v1/scripts/{sid}/run", json={}).json()
+    assert run["status"] == "succeeded" and "quota_exceeded" in run["output"], run
+    assert admin.get("/api/v1/jobs/first").json()["payload"] == 2
+    assert admin.get("/api/v1/jobs/second").status_code == 404

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 
 from fastapi import BackgroundTasks, Path, Response
 
+from almanac import jsonsafe
 from almanac.platform import service
 from almanac.platform.models import Job
 from almanac.web.api.schemas_scheduler import JobIn, JobOut
@@ -18,7 +18,7 @@ Key = Path(min_length=1, max_length=200)
 
 def _out(session: TenantSession, job: Job) -> JobOut:
     return JobOut(
-        key=job.key, script_id=job.script_id, run_at=job.run_at, payload=json.loads(job.payload),
+        key=job.key, script_id=job.script_id, run_at=job.run_at, payload=jsonsafe.loads_stored(job.payload),
         expire_after_s=job.expire_after_s, max_attempts=job.max_attempts, priority=job.priority, state=job.state,
         next_run_at=service.job_next_run_at(session, job), root_key=job.root_key, depth=job.depth,
         created_at=job.created_at, updated_at=job.updated_at,

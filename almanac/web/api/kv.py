@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 
 from fastapi import Path, Query
 
+from almanac import jsonsafe
 from almanac.platform import service
 from almanac.web.api.schemas_scheduler import KvIn, KvOut, KvPage
 from almanac.web.audit import audit
@@ -16,7 +16,7 @@ Key = Path(min_length=1, max_length=512)
 
 
 def _out(row: object) -> KvOut:
-    return KvOut(key=row.key, value=json.loads(row.value), updated_at=row.updated_at)
+    return KvOut(key=row.key, value=jsonsafe.loads_stored(row.value), updated_at=row.updated_at)
 
 
 @router.get("")

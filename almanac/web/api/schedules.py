@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 
 from fastapi import BackgroundTasks, Query
 
+from almanac import jsonsafe
 from almanac.platform import recurrence, service
 from almanac.platform.models import Schedule
 from almanac.web.api.schemas_scheduler import NextOut, ScheduleIn, ScheduleOut, SchedulePatch
@@ -19,7 +19,7 @@ def _out(sch: Schedule) -> ScheduleOut:
     return ScheduleOut(
         id=sch.id, name=sch.name, script_id=sch.script_id, rule=sch.rule_text, input_kind=sch.input_kind,
         rrule=sch.rrule, description=recurrence.describe(recurrence.load(sch.rrule, sch.input_kind)),
-        timezone=sch.timezone, payload=json.loads(sch.payload), enabled=sch.enabled, misfire=sch.misfire,
+        timezone=sch.timezone, payload=jsonsafe.loads_stored(sch.payload), enabled=sch.enabled, misfire=sch.misfire,
         catchup_window_s=sch.catchup_window_s, overlap=sch.overlap, expire_after_s=sch.expire_after_s,
         max_attempts=sch.max_attempts, retry_backoff_s=sch.retry_backoff_s, priority=sch.priority,
         next_run_at=sch.next_run_at, created_at=sch.created_at, updated_at=sch.updated_at,

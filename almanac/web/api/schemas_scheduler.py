@@ -6,7 +6,6 @@ names 200 characters, payloads 64 KiB of JSON, sources 256 KiB.
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
@@ -236,6 +235,6 @@ def run_out(run: Any) -> RunOut:
         id=run.id, schedule_id=run.schedule_id, job_key=run.job_key, script_id=run.script_id,
         script_version=run.script_version, trigger=run.trigger, scheduled_for=run.scheduled_for,
         started_at=run.started_at, finished_at=run.finished_at, status=run.status, reason=run.reason,
-        attempt=run.attempt, output=None if run.output is None else json.loads(run.output), error=run.error,
-        error_line=run.error_line, logs=json.loads(run.logs) if run.logs else [], duration_ms=run.duration_ms,
+        attempt=run.attempt, output=None if run.output is None else jsonsafe.loads_stored(run.output), error=run.error,
+        error_line=run.error_line, logs=jsonsafe.loads_stored(run.logs) if run.logs else [], duration_ms=run.duration_ms,
     )

@@ -72,8 +72,9 @@ def _validated(values: dict[str, Any]) -> JobIn:
         payload = json.loads(values["payload"] or "null")
     except json.JSONDecodeError as exc:
         raise ValidationError(f"Payload is not JSON: {exc.msg}.") from None
-    return JobIn(script_id=values["script_id"] or 0, run_at=run_at, payload=payload,
-                 max_attempts=values["max_attempts"] or 3)
+    # Form fields are text: the API's model, without its strictness about types
+    return JobIn.model_validate(dict(script_id=values["script_id"] or 0, run_at=run_at, payload=payload,
+                                     max_attempts=values["max_attempts"] or 3), strict=False)
 
 
 @router.post("/jobs/new")

@@ -81,13 +81,13 @@ def _validated(values: dict[str, Any], rf: RuleForm) -> dict[str, Any]:
         payload = json.loads(values["payload"] or "null")
     except json.JSONDecodeError as exc:
         raise ValueError(f"Payload is not JSON: {exc.msg}.") from None
-    body = ScheduleIn(
+    body = ScheduleIn.model_validate(dict(  # form fields are text: the API's model without its type strictness
         name=values["name"], script_id=values["script_id"] or 0, rule=rf.rule_text(), timezone=rf.timezone,
         start=rf.start_at(), payload=payload, enabled=values["enabled"], misfire=values["misfire"],
         overlap=values["overlap"], max_attempts=values["max_attempts"], retry_backoff_s=values["retry_backoff_s"],
         catchup_window_s=values["catchup_window_s"], expire_after_s=values["expire_after_s"] or None,
         priority=values["priority"] or 0,
-    )
+    ), strict=False)
     return body.model_dump()
 
 

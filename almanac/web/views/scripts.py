@@ -64,8 +64,10 @@ async def _read_form(request: Request) -> dict[str, Any]:
 
 
 def _validated(values: dict[str, Any]) -> ScriptIn:
-    return ScriptIn(name=values["name"], source=values["source"], timeout_ms=values["timeout_ms"] or 1000,
-                    memory_mb=values["memory_mb"] or 32)
+    # Form fields are text: the API's model, without its strictness about types
+    return ScriptIn.model_validate(dict(name=values["name"], source=values["source"],
+                                        timeout_ms=values["timeout_ms"] or 1000, memory_mb=values["memory_mb"] or 32),
+                                   strict=False)
 
 
 def _refused(request: Request, script: Any, values: dict[str, Any], exc: Exception) -> Response:
