@@ -9,6 +9,7 @@ from fastapi import Query
 from pydantic import BaseModel
 
 from almanac.tenants import audit
+from almanac.web.api.schemas_scheduler import Instant
 from almanac.web.deps import CurrentPrincipal, SharedSession, api_router
 
 router = api_router(prefix="/audit", tags=["audit"], read="admin", write="admin")
@@ -39,7 +40,7 @@ def entry_out(row: audit.AuditEntry) -> AuditEntryOut:
 def list_audit(
     principal: CurrentPrincipal,
     session: SharedSession,
-    since: datetime | None = None,
+    since: Instant | None = None,
     actor: str | None = Query(default=None, max_length=320),
     cursor: str | None = Query(default=None, max_length=100),
     limit: int = Query(default=50, ge=1, le=audit.PAGE_MAX),
