@@ -34,10 +34,12 @@ def last_status_by_job(s: Session) -> dict[str, str]:
     return dict(s.execute(select(Run.job_key, Run.status).where(Run.id.in_(newest))).all())
 
 
-def list_jobs(s: Session, *, state: str | None = None, limit: int = 200) -> list[Job]:
+def list_jobs(s: Session, *, state: str | None = None, root_key: str | None = None, limit: int = 200) -> list[Job]:
     query = select(Job).order_by(Job.run_at.desc(), Job.id.desc()).limit(limit)
     if state:
         query = query.where(Job.state == state)
+    if root_key:
+        query = query.where(Job.root_key == root_key)
     return list(s.execute(query).scalars())
 
 

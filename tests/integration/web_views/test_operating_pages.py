@@ -1,0 +1,120 @@
+"""Operating pages (issue 22): a run's whole story, runs folded by occurrence, chains, live rows."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+
+from tests.support.operating import seed
+
+SOURCE = "export default async function (event) {\n  return {ok: true};\n}\n"
+
+
+@pytest.fixture
+def world(signed_in, database, now):
+    b = signed_in("admin")
+    b.get("/scripts/new")
+    created = b.post("/scripts/new", {"name": "reporter", "source": SOURCE, "timeout_ms": "1000", "memory_mb": "32"})
+    script_id = int(created.headers["location"].rsplit("/", 1)[1])
+    b.seeded = seed(database, b.tenant, script_id, now)
+    b.app_db = database
+    return b
+
+
+def _row_ids(text: str) -> list[str]:
+    return re.findall(r'<tr id="occ-([^"]+)"', text)
+
+
+def test_run_page_tells_the_whole_story(world):
+    s = world.seeded
+    page = html.unescape(world.get(f"/runs/{s.retry}").text)
+    # what it was given, to the second in the rule's zone, with the millisecond on hover
+    assert '"report": "sales"' in page and '"attempt": 2' in page and "Rebuilt from the run" in page
+    assert 'title="2026-11-21 09:00:10.007 CET · 2026-11-21 08:00:10.007 UTC">Sat 2026-11-21 09:00:10 CET</time>' in page
+    # the events it emitted with each delivery's status, and the follow-up it planned
+    assert "report.ready" in page and "Reports hook" in page and "Broken hook" in page
+    assert re.search(r'status dead">dead', page) and re.search(r'status delivered">delivered', page)
+    assert 'href="/jobs/check-7"' in page
+    # its other attempt, linked, and this one marked
+    assert f'href="/runs/{s.first_attempt}">attempt 1</a>' in page and "attempt 2 (this run)" in page
+    assert "Run again" in page and '"rows": 42' in page
+    first = world.get(f"/runs/{s.first_attempt}").text
+    assert "Line 3: TypeError: db is down" in first and f'href="/runs/{s.retry}">attempt 2</a>' in first
+
+
+def test_runs_list_folds_retries_into_one_row_per_occurrence(world):
+    s = world.seeded
+    page = world.get("/runs").text
+    rows = _row_ids(page)
+    assert len(rows) == len(set(rows)) == 4  # two schedule occurrences, two chain jobs (three runs are five rows unfolded)
+    assert f'href="/runs/{s.first_attempt}" title="attempt 1: failed"' in page
+    assert f'<a href="/runs/{s.first_attempt}">#{s.first_attempt}</a>' not in page  # not a row of its own
+    # the running row polls for itself; finished rows do not
+    assert page.count('hx-trigger="every 2s"') == 1 and f'hx-get="/runs/{s.running}/row"' in page
+
+
+def test_runs_filters_search_and_paging(world):
+    s = world.seeded
+    assert _row_ids(world.get("/runs", params={"status": "failed"}).text) and \
+        f"#{s.chain_runs[0]}<" in world.get("/runs", params={"status": "failed"}).text
+    found = world.get("/runs", params={"q": "SHIPPED"}).text  # search is case-insensitive, over errors
+    assert len(_row_ids(found)) == 1 and "check-7<" in found
+    by_name = world.get("/runs", params={"q": "nightly"}).text
+    assert len(_row_ids(by_name)) == 2
+    assert len(_row_ids(world.get("/runs", params={"q": "100%_"}).text)) == 0  # LIKE wildcards are literal
+    chain = world.get("/runs", params={"root": "check-7"}).text
+    assert len(_row_ids(chain)) == 2 and "nightly-report" not in chain.split("<tbody>")[1]
+    assert len(_row_ids(world.get("/runs", params={"schedule_id": str(s.schedule_id)}).text)) == 2
+    assert len(_row_ids(world.get("/runs", params={"until": "2000-01-01T00:00"}).text)) == 0
+    for bad in ({"since": "yesterday"}, {"until": "0001-01-01T00:00:00+14:00"}, {"schedule_id": "9" * 30},
+                {"cursor": "!!"}, {"status": "bogus"}):
+        refused = world.get("/runs", params=bad)
+        assert refused.status_code == 422 and 'role="alert"' in refused.text, bad
+    # cursor paging: 60 manual runs make two pages, the second continues where the first stopped
+    from almanac.platform.models import Run
+    with world.app_db.tenant_session(world.tenant) as session:
+        base = session.get(Run, s.retry)
+        for _ in range(60):
+            session.add(Run(script_id=base.script_id, trigger="manual", scheduled_for=base.scheduled_for,
+                            created_at=base.scheduled_for, status="succeeded", attempt=1))
+    first = world.get("/runs").text
+    older = re.search(r'href="(/runs\?cursor=[^"]+)">Older runs', first).group(1).replace("&amp;", "&")
+    second = world.get(older).text
+    assert len(_row_ids(first)) == 50 and len(_row_ids(second)) == 14
+    assert not set(_row_ids(first)) & set(_row_ids(second)) and "Older runs" not in second
+
+
+def test_live_row_follows_the_occurrence_to_its_newest_attempt(world):
+    s = world.seeded
+    row = world.get(f"/runs/{s.first_attempt}/row").text
+    assert row.lstrip().startswith("<tr") and f"#{s.retry}<" in row and "every 2s" not in row
+    assert "every 2s" in world.get(f"/runs/{s.running}/row").text
+
+
+def test_chain_view_from_root_through_follow_ups(world):
+    page = world.get("/jobs/chain/check-7").text
+    steps = re.findall(r"step (\d)</span>\s*job <a href=\"/jobs/([^\"]+)\"", page)
+    assert steps == [("1", "check-7"), ("2", "check-7-b"), ("3", "check-7-c")]
+    assert "failed" in page and "succeeded" in page and "pending" in page and "not shipped yet" in page
+    assert world.get("/jobs/chain/nothing-here").status_code == 404
+    listing = world.get("/jobs", params={"root": "check-7"}).text
+    assert listing.count('<a href="/jobs/check-7') >= 3 and 'href="/jobs/chain/check-7"' in listing
+
+
+def test_run_again_triggers_the_schedule(world):
+    s = world.seeded
+    again = world.post(f"/runs/{s.retry}/again")
+    assert again.status_code == 303 and again.headers["location"] == f"/schedules/{s.schedule_id}"
+    assert "Triggered" in world.get(again.headers["location"]).text
+
+
+def test_viewer_reads_but_cannot_run_again_and_strangers_get_404(world, signed_in):
+    s = world.seeded
+    viewer = signed_in("viewer", tenant=world.tenant)
+    assert "Run again" not in viewer.get(f"/runs/{s.retry}").text
+    assert viewer.post(f"/runs/{s.retry}/again").status_code == 403
+    stranger = signed_in("admin")
+    for url in (f"/runs/{s.retry}", f"/runs/{s.retry}/row", "/jobs/chain/check-7"):
+        assert stranger.get(url).status_code == 404, url
