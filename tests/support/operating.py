@@ -72,7 +72,7 @@ def seed(db: Any, tenant: str, script_id: int, now: datetime) -> Seeded:
         event = Event(run_id=retry, topic="report.ready", data=json.dumps({"rows": 42}), created_at=t0, attempts=0)
         s.add(event)
         s.flush()
-        for name, status, code in (("Reports hook", "delivered", 200), ("Broken hook", "dead", 500)):
+        for name, status, code in (("Reports hook", "succeeded", 200), ("Broken hook", "dead", 500)):
             target, _ = targets.create(s, {"kind": "webhook", "name": name, "url": "https://93.184.216.34/h",
                                            "topics": ["report.*"]}, now=t0, allow_private=True)
             s.add(Delivery(event_id=event.id, target_id=target.id, order_key=f"s{sch.id}", status=status,

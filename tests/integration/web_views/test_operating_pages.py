@@ -35,7 +35,7 @@ def test_run_page_tells_the_whole_story(world):
     assert 'title="2026-11-21 09:00:10.007 CET · 2026-11-21 08:00:10.007 UTC">Sat 2026-11-21 09:00:10 CET</time>' in page
     # the events it emitted with each delivery's status, and the follow-up it planned
     assert "report.ready" in page and "Reports hook" in page and "Broken hook" in page
-    assert re.search(r'status dead">dead', page) and re.search(r'status delivered">delivered', page)
+    assert re.search(r'status dead">dead', page) and re.search(r'status succeeded">succeeded', page)
     assert 'href="/jobs/check-7"' in page
     # its other attempt, linked, and this one marked
     assert f'href="/runs/{s.first_attempt}">attempt 1</a>' in page and "attempt 2 (this run)" in page
@@ -118,3 +118,20 @@ def test_viewer_reads_but_cannot_run_again_and_strangers_get_404(world, signed_i
     stranger = signed_in("admin")
     for url in (f"/runs/{s.retry}", f"/runs/{s.retry}/row", "/jobs/chain/check-7"):
         assert stranger.get(url).status_code == 404, url
+
+
+def test_dashboard_charts_failing_paused_and_delivery_failures(world, signed_in):
+    s = world.seeded
+    world.post(f"/schedules/{s.schedule_id}/pause")
+    home = world.get("/").text
+    assert home.count('role="img"') == 2 and 'aria-labelledby="runs-chart-h"' in home
+    # the table behind the charts counts runs (attempts): today 2 succeeded, 2 failed; durations 40, 80, 330, 893
+    today = re.search(r"<th scope=\"row\">Sat 2026-11-21</th>(.*?)</tr>", home).group(1)
+    assert re.findall(r"<td>([^<]*)</td>", today) == ["2", "2", "0", "80", "893"]
+    assert "Paused schedules" in home and f'<a href="/schedules/{s.schedule_id}">nightly-report</a>' in home
+    assert "Broken hook" in home and "HTTP 500" not in home.split("Delivery failures")[0]
+    # recent failures: one row per occurrence; the schedule's failed attempt was retried and succeeded
+    failures = home.split('id="failures-h"')[1]
+    assert len(_row_ids(failures)) == 1 and "not shipped yet" in failures and "db is down" not in failures
+    viewer = signed_in("viewer", tenant=world.tenant).get("/").text
+    assert "Delivery failures" not in viewer and 'role="img"' in viewer
