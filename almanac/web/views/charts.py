@@ -16,7 +16,7 @@ from typing import Any
 FAILED = ("failed", "timed_out", "memory_exceeded")
 # Three groups a chart can show apart without colour: solid, hatched, dotted.
 GROUPS = (("succeeded", ("succeeded",)), ("failed", FAILED), ("other", ("skipped", "expired", "cancelled")))
-WIDTH, HEIGHT, PAD_LEFT, PAD_BOTTOM, PAD_TOP = 720, 200, 44, 22, 12
+WIDTH, HEIGHT, PAD_LEFT, PAD_RIGHT, PAD_BOTTOM, PAD_TOP = 720, 200, 44, 24, 22, 12
 
 
 @dataclass
@@ -79,7 +79,7 @@ def nice_max(value: float) -> int:
 def bar_chart(days: list[Day]) -> dict[str, Any]:
     """Stacked bars per day: x, width and (y, height) per group, plus the axis maximum."""
     top = nice_max(max((d.total for d in days), default=0))
-    inner_h, inner_w = HEIGHT - PAD_BOTTOM - PAD_TOP, WIDTH - PAD_LEFT
+    inner_h, inner_w = HEIGHT - PAD_BOTTOM - PAD_TOP, WIDTH - PAD_LEFT - PAD_RIGHT
     slot = inner_w / max(len(days), 1)
     bars = []
     for i, day in enumerate(days):
@@ -100,7 +100,7 @@ def line_chart(days: list[Day]) -> dict[str, Any]:
     """Two lines (p50, p95) over the days that had runs; gaps stay gaps."""
     values = {p: [d.percentile(p) for d in days] for p in (50, 95)}
     top = nice_max(max((v for v in values[95] if v is not None), default=0))
-    inner_h, inner_w = HEIGHT - PAD_BOTTOM - PAD_TOP, WIDTH - PAD_LEFT
+    inner_h, inner_w = HEIGHT - PAD_BOTTOM - PAD_TOP, WIDTH - PAD_LEFT - PAD_RIGHT
     slot = inner_w / max(len(days), 1)
 
     def points(p: int) -> list[dict[str, Any]]:

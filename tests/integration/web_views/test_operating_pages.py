@@ -135,3 +135,53 @@ def test_dashboard_charts_failing_paused_and_delivery_failures(world, signed_in)
     assert len(_row_ids(failures)) == 1 and "not shipped yet" in failures and "db is down" not in failures
     viewer = signed_in("viewer", tenant=world.tenant).get("/").text
     assert "Delivery failures" not in viewer and 'role="img"' in viewer
+
+
+def test_schedules_list_streak_search_pause_note_and_bulk(world, database, now):
+    s = world.seeded
+    from almanac.platform.models import Run
+    with database.tenant_session(world.tenant) as session:  # the running occurrence ends failed: a streak of 1
+        run = session.get(Run, s.running)
+        run.status, run.error = "timed_out", "took too long"
+    second = world.post("/schedules/new", {"name": "weekly-digest", "script_id": str(world.get("/schedules")
+                        and _script_id(world)), "mode": "text", "rule": "every monday at 9am", "timezone": "UTC",
+                        "payload": "null", "enabled": "on", "misfire": "run_once", "overlap": "skip",
+                        "max_attempts": "3", "retry_backoff_s": "10", "catchup_window_s": "86400", "priority": "0"})
+    assert second.status_code == 303
+    second_id = int(second.headers["location"].rsplit("/", 1)[1])
+    listing = world.get("/schedules").text
+    row = re.search(r"nightly-report</a>.*?</tr>", listing, re.S).group(0)
+    assert "active" in row and "timed_out" in row and f'href="/runs/{s.running}" title="took too long"><strong>1<' in row
+    assert "weekly-digest" not in world.get("/schedules", params={"show": "failing"}).text
+    assert "nightly-report" not in world.get("/schedules", params={"q": "WEEKLY"}).text.split("<tbody>")[1]
+    # pause one with a note: shown on the schedule and in the list, and searchable
+    world.get(f"/schedules/{s.schedule_id}")
+    assert world.post(f"/schedules/{s.schedule_id}/pause", {"note": "  vendor API down\n until Monday "}).status_code == 303
+    page = world.get(f"/schedules/{s.schedule_id}").text
+    assert "Paused by admin@" in page and "vendor API down until Monday" in page and ">Resume<" in page
+    assert "nightly-report" in world.get("/schedules", params={"q": "vendor"}).text
+    # bulk: resume both (one was active: unchanged), then pause both with one note, then delete after confirming
+    ids = [str(s.schedule_id), str(second_id)]
+    assert world.post("/schedules/bulk", {"ids": ids, "action": "pause", "note": "freeze"}).status_code == 303
+    paused = world.get("/schedules", params={"show": "paused"}).text
+    assert paused.count("Paused by admin@") == 2 and "freeze" in paused and "Paused 2 schedules." in paused
+    world.post("/schedules/bulk", {"ids": ids, "action": "resume"})
+    assert "paused</span>" not in world.get("/schedules").text
+    confirm = world.post("/schedules/bulk", {"ids": ids, "action": "delete"})
+    assert confirm.status_code == 200 and "Delete 2 schedules?" in confirm.text
+    assert "weekly-digest" in world.get("/schedules").text  # asking deleted nothing
+    assert world.post("/schedules/bulk", {"ids": ids, "action": "delete", "confirmed": "yes"}).status_code == 303
+    assert "No schedules yet." in world.get("/schedules").text
+    assert world.post("/schedules/bulk", {"ids": ["x"], "action": "explode"}).status_code == 303  # refused kindly
+
+
+def test_bulk_with_another_tenants_id_changes_nothing(world, signed_in):
+    stranger = signed_in("admin")
+    stranger.get("/schedules")
+    refused = stranger.post("/schedules/bulk", {"ids": [str(world.seeded.schedule_id)], "action": "pause"})
+    assert refused.status_code == 404
+    assert "paused</span>" not in world.get("/schedules").text
+
+
+def _script_id(b) -> int:
+    return int(re.search(r'<option value="(\d+)"[^>]*>reporter<', b.get("/schedules/new").text).group(1))
