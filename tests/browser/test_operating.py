@@ -82,6 +82,11 @@ def test_operating_pages_in_both_schemes_and_sizes(chromium, live, session_state
         _no_sideways_page_scroll(page)
         shot(page, f"operating-run-{size}-{scheme}")
 
+        page.goto("/schedules")
+        expect(page.get_by_label("Select nightly-report")).to_be_visible()
+        _no_sideways_page_scroll(page)
+        shot(page, f"operating-schedules-{size}-{scheme}")
+
         page.goto("/deliveries")
         box = page.locator(".scroll").first
         status = page.get_by_role("columnheader", name="Status")
@@ -139,5 +144,27 @@ def test_a_running_row_updates_itself(chromium, live, session_state, seeded):
             db.dispose()
         expect(row.locator(".status")).to_have_text("succeeded", timeout=10_000)
         expect(row).to_contain_text("1234 ms")
+    finally:
+        context.close()
+
+
+def test_pause_with_a_note_from_the_list_by_keyboard(chromium, live, session_state, seeded):
+    context = _context(chromium, live, session_state, "phone", "dark")
+    page = context.new_page()
+    try:
+        page.goto("/schedules")
+        page.get_by_label("Select nightly-report").focus()
+        page.keyboard.press("Space")
+        page.get_by_label("Note (optional, shown on each schedule)").fill("vendor API down")
+        page.get_by_role("button", name="Pause", exact=True).focus()
+        page.keyboard.press("Enter")
+        expect(page.get_by_role("status")).to_contain_text("Paused 1 schedule.")
+        expect(page.locator("tbody")).to_contain_text("Paused by admin@acme.test: vendor API down")
+        page.get_by_role("link", name="nightly-report").click()
+        expect(page.locator("#pause-note-shown")).to_contain_text("vendor API down")
+        shot(page, "operating-schedule-paused-phone-dark")
+        page.get_by_label("Note for resume (optional: why)").fill("vendor is back")
+        page.get_by_role("button", name="Resume").click()
+        expect(page.locator("#pause-note-shown")).to_contain_text("Resumed by admin@acme.test: vendor is back")
     finally:
         context.close()

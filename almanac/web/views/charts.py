@@ -83,7 +83,7 @@ def bar_chart(days: list[Day]) -> dict[str, Any]:
     slot = inner_w / max(len(days), 1)
     bars = []
     for i, day in enumerate(days):
-        y = HEIGHT - PAD_BOTTOM
+        y: float = HEIGHT - PAD_BOTTOM
         parts = []
         for name, _ in GROUPS:
             h = day.counts.get(name, 0) / top * inner_h

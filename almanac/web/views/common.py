@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote
@@ -76,7 +76,7 @@ def format_precise(value: datetime, zone: ZoneInfo | str | None = None) -> str:
     return local.strftime("%Y-%m-%d %H:%M:%S.") + f"{local.microsecond // 1000:03d} {local.tzname()}"
 
 
-def _local(value: datetime, zone: ZoneInfo | str | None) -> datetime:
+def _local(value: datetime, zone: tzinfo | str | None) -> datetime:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     zone = ZoneInfo(zone) if isinstance(zone, str) else zone

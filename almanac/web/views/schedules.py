@@ -229,7 +229,7 @@ async def bulk(request: Request, principal: PagePrincipal, services: ServicesDep
     """Pause, resume or delete the selected schedules in one unit of work (delete asks first)."""
     form = await request.form()
     action = str(form.get("action", ""))
-    ids = [int(v) for v in form.getlist("ids") if str(v).isdigit() and len(str(v)) < 12][:BULK_MAX]
+    ids = [int(v) for v in map(str, form.getlist("ids")) if v.isdigit() and len(v) < 12][:BULK_MAX]
     if action not in ("pause", "resume", "delete") or not ids:
         flash(request, "Select one or more schedules, then an action.", "bad")
         return redirect("/schedules")
