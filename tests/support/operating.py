@@ -13,7 +13,7 @@ from typing import Any
 
 from almanac.delivery import targets
 from almanac.delivery.models import Delivery
-from almanac.platform.models import Event, Job, Occurrence, Run, Schedule
+from almanac.platform.models import Event, Job, Occurrence, Run, Schedule, Script, ScriptVersion
 
 
 @dataclass
@@ -40,6 +40,17 @@ def _occurrence(s: Any, when: datetime, **fields: Any) -> int:
     s.add(occ)
     s.flush()
     return occ.id
+
+
+def add_script(db: Any, tenant: str, now: datetime, name: str = "reporter") -> int:
+    """A script row as the API stores it (no sandbox: the pages under test never run it)."""
+    with db.tenant_session(tenant) as s:
+        script = Script(name=name, current_version=1, timeout_ms=1000, memory_mb=32, created_at=now, updated_at=now)
+        s.add(script)
+        s.flush()
+        s.add(ScriptVersion(script_id=script.id, version=1, created_at=now,
+                            source="export default async function (event) {\n  return {ok: true};\n}\n"))
+        return script.id
 
 
 def seed(db: Any, tenant: str, script_id: int, now: datetime) -> Seeded:

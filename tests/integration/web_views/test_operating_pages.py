@@ -7,17 +7,13 @@ import re
 
 import pytest
 
-from tests.support.operating import seed
-
-SOURCE = "export default async function (event) {\n  return {ok: true};\n}\n"
+from tests.support.operating import add_script, seed
 
 
 @pytest.fixture
 def world(signed_in, database, now):
     b = signed_in("admin")
-    b.get("/scripts/new")
-    created = b.post("/scripts/new", {"name": "reporter", "source": SOURCE, "timeout_ms": "1000", "memory_mb": "32"})
-    script_id = int(created.headers["location"].rsplit("/", 1)[1])
+    script_id = add_script(database, b.tenant, now)
     b.seeded = seed(database, b.tenant, script_id, now)
     b.app_db = database
     return b
@@ -185,3 +181,11 @@ def test_bulk_with_another_tenants_id_changes_nothing(world, signed_in):
 
 def _script_id(b) -> int:
     return int(re.search(r'<option value="(\d+)"[^>]*>reporter<', b.get("/schedules/new").text).group(1))
+
+
+def test_run_again_runs_a_jobs_script_with_its_payload(world):
+    chain_run = world.seeded.chain_runs[0]  # job check-7, payload {"order": 7}
+    again = world.post(f"/runs/{chain_run}/again")
+    assert again.status_code == 303 and again.headers["location"].startswith("/runs/")
+    page = html.unescape(world.get(again.headers["location"]).text)
+    assert 'id="run-status">succeeded' in page and "manual" in page and '"ok": true' in page
