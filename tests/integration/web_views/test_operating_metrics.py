@@ -59,3 +59,24 @@ def test_metrics_count_deliveries_by_status_and_their_latency(app, services, dat
     assert delta("almanac_delivery_latency_seconds_bucket{} le=0.05") == 1  # 20 ms is under 50 ms, 300 ms is not
     families = {f.name: f.type for f in text_string_to_metric_families(TestClient(app).get("/metrics").text)}
     assert families["almanac_deliveries"] == "counter" and families["almanac_delivery_latency_seconds"] == "histogram"
+
+
+class PoolLike:
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+
+    def worker_pids(self) -> list[int]:
+        return list(self.pids)
+
+
+def test_metrics_show_the_sandbox_workers_alive(app, services):
+    saved = services.runner
+    try:
+        services.runner = PoolLike([101, 102, 103])
+        assert _scrape(app)["almanac_sandbox_workers_alive{}"] == 3
+        services.runner.pids.pop()
+        assert _scrape(app)["almanac_sandbox_workers_alive{}"] == 2
+        services.runner = object()  # a runner without a pool: none alive
+        assert _scrape(app)["almanac_sandbox_workers_alive{}"] == 0
+    finally:
+        services.runner = saved
