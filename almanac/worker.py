@@ -121,6 +121,12 @@ class SandboxRunner:
         with self._lock:
             return self._pool is not None
 
+    def worker_pids(self) -> list[int]:
+        """The sandbox pool's worker processes now alive (none before the pool starts, or in-process)."""
+        with self._lock:
+            pool = self._pool
+        return pool.worker_pids() if pool is not None else []
+
     def _start_pool(self) -> None:
         from almanac.sandbox import SandboxPool
 

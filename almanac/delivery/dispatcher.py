@@ -19,6 +19,7 @@ from typing import Any, Callable
 from almanac.db import Database
 from almanac.delivery import fanout, store
 from almanac.delivery.policy import DeliveryConfig
+from almanac.delivery.metrics import get_delivery_metrics
 from almanac.delivery.sending import DefaultSender, Result, Sender
 
 log = logging.getLogger("almanac.delivery")
@@ -92,6 +93,7 @@ class Dispatcher:
         for item, result in zip(claimed, results):
             with self.db.tenant_session(slug) as session:
                 status = store.record(session, item, result, finished, self.config, self.rng)
+            get_delivery_metrics().observe(status, result.latency_ms)
             log.info("delivery.%s", status or "fenced", extra={
                 "event": f"delivery.{status or 'fenced'}", "tenant": slug, "delivery_id": item.job.delivery_id,
                 "attempt": item.attempts, "status_code": result.status_code, "latency_ms": result.latency_ms})

@@ -36,6 +36,7 @@ from almanac.db import TenantBase, UTCDateTime
 
 NAME_MAX = 200
 KEY_MAX = 512
+PAUSE_NOTE_MAX = 500
 
 # Occurrence states. `due_at` is "when this row next needs the timer's attention":
 # its planned time (or retry time) while planned, the blocker's lease end while
@@ -127,6 +128,8 @@ class Schedule(TenantBase):
     next_run_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The last pause or resume, as people wrote it: "Paused by ann@example.com: disk full".
+    pause_note: Mapped[str | None] = mapped_column(String(PAUSE_NOTE_MAX))
 
 
 class Job(TenantBase):

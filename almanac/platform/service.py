@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from almanac.errors import Conflict, NotFound, ScriptSyntaxError, ValidationError
 from almanac.platform import planning, quotas, recurrence
 from almanac.platform.models import (
-    JOB_PENDING, KV, PLANNED, QUEUED, RUNNING, Job, Occurrence, Run, Schedule, Script, ScriptVersion,
+    JOB_PENDING, KV, PAUSE_NOTE_MAX, PLANNED, QUEUED, RUNNING, Job, Occurrence, Run, Schedule, Script, ScriptVersion,
 )
 
 RULE_FIELDS = ("rule", "timezone", "start")
@@ -151,8 +151,12 @@ def update_schedule(s: Session, rules: planning.Rules, schedule_id: int, changes
     return sch
 
 
-def set_enabled(s: Session, rules: planning.Rules, schedule_id: int, enabled: bool, now: datetime) -> Schedule:
+def set_enabled(s: Session, rules: planning.Rules, schedule_id: int, enabled: bool, now: datetime,
+                note: str | None = None) -> Schedule:
+    """Pause or resume; `note` (who and why) replaces the schedule's last pause note when given."""
     sch = get_schedule(s, schedule_id)
+    if note is not None:
+        sch.pause_note = note[:PAUSE_NOTE_MAX]
     if sch.enabled != enabled:
         sch.enabled, sch.version, sch.updated_at = enabled, sch.version + 1, now
         planning.replan_schedule(s, sch, now, rules)  # resuming plans from now: a pause is not a misfire

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+
 from fastapi import APIRouter, Response
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Gauge, generate_latest
 from sqlalchemy import text
 
 from almanac.errors import AlmanacError
@@ -31,6 +33,20 @@ def readyz(services: ServicesDep) -> dict[str, str]:
     return {"status": "ready"}
 
 
+_ALIVE: list[Gauge] = []
+_ALIVE_LOCK = threading.Lock()
+
+
+def _alive_gauge() -> Gauge:
+    with _ALIVE_LOCK:
+        if not _ALIVE:
+            _ALIVE.append(Gauge("almanac_sandbox_workers_alive", "Sandbox worker processes alive in this process's pool"))
+        return _ALIVE[0]
+
+
 @router.get("/metrics")
-def metrics() -> Response:
+def metrics(services: ServicesDep) -> Response:
+    # The pool exposes only its workers' pids publicly; recycled and lost workers are not counted (yet).
+    pids = getattr(services.runner, "worker_pids", None)
+    _alive_gauge().set(len(pids()) if callable(pids) else 0)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

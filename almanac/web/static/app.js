@@ -40,9 +40,28 @@
     });
     draw();
   }
+  // A table wider than its box scrolls inside it; make that box reachable by keyboard (arrow keys
+  // scroll it) and named for screen readers, but only when it does overflow.
+  function scrollBoxes(root) {
+    var boxes = (root || document).querySelectorAll(".scroll");
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      if (box.scrollWidth > box.clientWidth + 1) {
+        box.setAttribute("tabindex", "0");
+        box.setAttribute("role", "region");
+        if (!box.hasAttribute("aria-label")) box.setAttribute("aria-label", "Table (scrolls sideways)");
+      } else if (box.getAttribute("tabindex") === "0") {
+        box.removeAttribute("tabindex");
+        box.removeAttribute("role");
+      }
+    }
+  }
   function init() {
     var areas = document.querySelectorAll("textarea.code");
     for (var i = 0; i < areas.length; i++) numberLines(areas[i]);
+    scrollBoxes();
+    window.addEventListener("resize", function () { scrollBoxes(); });
+    document.body.addEventListener("htmx:afterSettle", function () { scrollBoxes(); });
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();

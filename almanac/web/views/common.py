@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import unquote
@@ -24,6 +24,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
+from markupsafe import Markup
 
 from almanac.errors import Forbidden, Unauthorized
 from almanac.tenants.auth import Principal, principal_for_member
@@ -63,20 +64,53 @@ def viewer_zone(request: Request) -> ZoneInfo:
 
 
 def format_when(value: datetime | None, zone: ZoneInfo | str | None = None) -> str:
+    """A time to the second in `zone` (UTC by default), e.g. "Mon 2026-11-23 08:00:05 CET"."""
     if value is None:
         return "—"
+    local = _local(value, zone)
+    return local.strftime("%a %Y-%m-%d %H:%M:%S") + f" {local.tzname()}"
+
+
+def format_precise(value: datetime, zone: ZoneInfo | str | None = None) -> str:
+    """The same time to the millisecond, for the hover title."""
+    local = _local(value, zone)
+    return local.strftime("%Y-%m-%d %H:%M:%S.") + f"{local.microsecond // 1000:03d} {local.tzname()}"
+
+
+def _local(value: datetime, zone: tzinfo | str | None) -> datetime:
     if value.tzinfo is None:
         value = value.replace(tzinfo=timezone.utc)
     zone = ZoneInfo(zone) if isinstance(zone, str) else zone
-    local = value.astimezone(zone or timezone.utc)
-    return local.strftime("%a %Y-%m-%d %H:%M") + f" {local.tzname()}"
+    return value.astimezone(zone or timezone.utc)
 
 
-def _when_filter(context: Any, value: datetime | None, zone: ZoneInfo | str | None = None) -> str:
+def time_element(value: datetime | None, zone: ZoneInfo | str | None = None,
+                 also: ZoneInfo | str | None = None) -> Markup:
+    """`<time>` showing the second in `zone`; its title holds the millisecond (and the time in `also`)."""
+    if value is None:
+        return Markup("—")
+    title = format_precise(value, zone)
+    if also is not None and str(also) != str(zone):
+        title += " · " + format_precise(value, also)
+    iso = _local(value, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return Markup('<time datetime="{}" title="{}">{}</time>').format(iso, title, format_when(value, zone))
+
+
+def _when_filter(context: Any, value: datetime | None, zone: ZoneInfo | str | None = None,
+                 also: ZoneInfo | str | None = None) -> Markup:
+    """`{{ t|when }}` in the viewer's zone; `{{ t|when(rule_zone) }}` in another, the viewer's on hover."""
+    viewer = context.get("viewer_tz")
+    if zone is None:
+        return time_element(value, viewer, also)
+    return time_element(value, zone, also or viewer)
+
+
+def _when_text_filter(context: Any, value: datetime | None, zone: ZoneInfo | str | None = None) -> str:
     return format_when(value, zone or context.get("viewer_tz"))
 
 
 templates.env.filters["when"] = pass_context(_when_filter)
+templates.env.filters["when_text"] = pass_context(_when_text_filter)
 
 
 # -- session and CSRF ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The dashboard: upcoming runs across the tenant's schedules, recent failures, counts by status."""
+"""The dashboard: charts of the last 30 days, what is failing or paused, upcoming runs, recent failures."""
 
 from __future__ import annotations
 
@@ -6,31 +6,50 @@ from datetime import timedelta
 
 from fastapi import Request
 from fastapi.responses import Response
+from sqlalchemy import select
 
+from almanac.delivery.models import Delivery, Target
 from almanac.platform import quotas
-from almanac.platform.models import RUN_STATUSES
-from almanac.web.views import queries
-from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, tenant_db
+from almanac.platform.models import Run, Schedule
+from almanac.web.views import charts, history, queries
+from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, tenant_db, viewer_zone
 
 router = page_router()
-COUNT_WINDOW = timedelta(days=7)
+WINDOW = timedelta(days=30)
+ROW_CAP = 50_000  # the charts read at most this many of the newest runs (the page says when it did)
 
 
 @router.get("/")
 def dashboard(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
-    now = services.clock.now()
+    now, zone = services.clock.now(), viewer_zone(request)
     with tenant_db(services, principal) as session:
+        rows = session.execute(
+            select(Run.created_at, Run.status, Run.duration_ms, Run.id, Run.occurrence_id, Run.schedule_id, Run.error)
+            .where(Run.created_at >= now - WINDOW).order_by(Run.id.desc()).limit(ROW_CAP)
+        ).all()
         upcoming = queries.upcoming(session, now, limit=10)
-        failures = queries.recent_failures(session, limit=10)
-        counts = queries.counts_by_status(session, since=now - COUNT_WINDOW)
+        failures, _ = history.list_occurrences(session, history.RunFilter(statuses=charts.FAILED), limit=10)
         names = queries.schedule_names(session)
+        paused = list(session.execute(select(Schedule).where(Schedule.enabled.is_(False)).order_by(Schedule.name)
+                                      .limit(50)).scalars())
+        deliveries = _delivery_failures(session) if principal.has("admin") else []
         usage = quotas.report(quotas.of(session), quotas.use(session, now))
-    ordered = [(status, counts[status]) for status in RUN_STATUSES if counts.get(status)]
-    return render(request, "dashboard.html", upcoming=upcoming, failures=failures, counts=ordered, names=names,
-                  total=sum(counts.values()), quotas=[(QUOTA_LABELS[name], q) for name, q in usage.items()])
+    days = charts.per_day(((r[0], r[1], r[2]) for r in rows), now, zone)
+    failing = charts.failing_schedules((r[3], r[4], r[5], r[1], r[6]) for r in rows if r[5] is not None)
+    return render(request, "dashboard.html", upcoming=upcoming, rows=failures, names=names, days=days,
+                  bars=charts.bar_chart(days), lines=charts.line_chart(days), groups=[g for g, _ in charts.GROUPS],
+                  capped=len(rows) >= ROW_CAP, failing=failing[:10], paused=paused, deliveries=deliveries,
+                  total=sum(d.total for d in days),
+                  quotas=[(QUOTA_LABELS[name], q) for name, q in usage.items()])
 
 
 QUOTA_LABELS = {
     "kv_mb": "Data (MiB)", "kv_keys": "Data keys", "schedules": "Schedules", "pending_jobs": "Pending jobs",
     "runs_per_day": "Runs today", "cpu_seconds_per_day": "CPU-seconds today",
 }
+
+
+def _delivery_failures(session: object) -> list[tuple[Delivery, str]]:
+    query = (select(Delivery, Target.name).join(Target, Target.id == Delivery.target_id)
+             .where(Delivery.status.in_(("dead", "failed"))).order_by(Delivery.id.desc()).limit(10))
+    return [(d, name) for d, name in session.execute(query).all()]  # type: ignore[attr-defined]

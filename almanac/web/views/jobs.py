@@ -12,13 +12,13 @@ from fastapi import Request
 from fastapi.responses import Response
 from pydantic import ValidationError as PydanticError
 
-from almanac.errors import AlmanacError, Forbidden, ValidationError
+from almanac.errors import AlmanacError, Forbidden, NotFound, ValidationError
 from almanac.platform import service
 from almanac.platform.models import JOB_PENDING
 from almanac.platform.recurrence.zones import get_zone
 from almanac.web.api.schemas_scheduler import JobIn
 from almanac.web.audit import audit
-from almanac.web.views import queries
+from almanac.web.views import queries, run_detail
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, validation_message, viewer_zone,
 )
@@ -28,13 +28,26 @@ KEY_MAX = 200
 
 
 @router.get("/jobs")
-def jobs_page(request: Request, principal: PagePrincipal, services: ServicesDep, state: str = "") -> Response:
+def jobs_page(request: Request, principal: PagePrincipal, services: ServicesDep, state: str = "",
+              root: str = "") -> Response:
+    root = root.strip()[:KEY_MAX]
     with tenant_db(services, principal) as session:
-        jobs = queries.list_jobs(session, state=state or None)
+        jobs = queries.list_jobs(session, state=state or None, root_key=root or None)
         rows = [(job, service.job_next_run_at(session, job)) for job in jobs]
         last = queries.last_status_by_job(session)
         scripts = queries.script_names(session)
-    return render(request, "jobs.html", rows=rows, last=last, scripts=scripts, state=state)
+    return render(request, "jobs.html", rows=rows, last=last, scripts=scripts, state=state, root=root)
+
+
+@router.get("/jobs/chain/{root}")
+def chain_page(request: Request, root: str, principal: PagePrincipal, services: ServicesDep) -> Response:
+    """A chain of "check again later" jobs from its root through every follow-up, each with its outcome."""
+    with tenant_db(services, principal) as session:
+        steps = run_detail.chain(session, root)
+        scripts = queries.script_names(session)
+    if not steps:
+        raise NotFound(f"There is no chain started by job {root!r}.")
+    return render(request, "job_chain.html", root=root, steps=steps, scripts=scripts)
 
 
 def _form_page(request: Request, principal: PagePrincipal, services: ServicesDep, values: dict[str, Any],

@@ -34,10 +34,12 @@ def last_status_by_job(s: Session) -> dict[str, str]:
     return dict(s.execute(select(Run.job_key, Run.status).where(Run.id.in_(newest))).all())
 
 
-def list_jobs(s: Session, *, state: str | None = None, limit: int = 200) -> list[Job]:
+def list_jobs(s: Session, *, state: str | None = None, root_key: str | None = None, limit: int = 200) -> list[Job]:
     query = select(Job).order_by(Job.run_at.desc(), Job.id.desc()).limit(limit)
     if state:
         query = query.where(Job.state == state)
+    if root_key:
+        query = query.where(Job.root_key == root_key)
     return list(s.execute(query).scalars())
 
 
@@ -72,3 +74,10 @@ def counts_by_status(s: Session, since: datetime | None = None) -> dict[str, int
 
 def schedule_names(s: Session) -> dict[int, str]:
     return dict(s.execute(select(Schedule.id, Schedule.name).order_by(Schedule.name)).all())
+
+
+def schedule_run_history(s: Session, limit: int = 5000) -> list[tuple[int, int | None, int, str, str | None]]:
+    """The newest runs of schedules as (run id, occurrence id, schedule id, status, error), newest first."""
+    query = (select(Run.id, Run.occurrence_id, Run.schedule_id, Run.status, Run.error)
+             .where(Run.schedule_id.is_not(None)).order_by(Run.id.desc()).limit(limit))
+    return [tuple(row) for row in s.execute(query).all()]  # type: ignore[misc]

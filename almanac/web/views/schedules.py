@@ -21,7 +21,7 @@ from almanac.platform.models import Schedule
 from almanac.tenants.auth import Principal
 from almanac.web.api.schemas_scheduler import ScheduleIn
 from almanac.web.audit import audit
-from almanac.web.views import queries
+from almanac.web.views import charts, queries
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, validation_message, viewer_zone,
 )
@@ -37,12 +37,27 @@ def describe(sch: Schedule) -> str:
 
 
 @router.get("/schedules")
-def schedules_page(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+def schedules_page(request: Request, principal: PagePrincipal, services: ServicesDep, q: str = "",
+                   show: str = "") -> Response:
+    q, show = q.strip()[:200], show if show in SHOW else ""
     with tenant_db(services, principal) as session:
-        rows = [(sch, describe(sch)) for sch in service.list_schedules(session)]
+        schedules = service.list_schedules(session)
         last = queries.last_status_by_schedule(session)
         scripts = queries.script_names(session)
-    return render(request, "schedules.html", rows=rows, last=last, scripts=scripts)
+        streaks = {f.schedule_id: f for f in charts.failing_schedules(queries.schedule_run_history(session))}
+    rows = [(sch, describe(sch)) for sch in schedules if _matches(sch, q, show, streaks)]
+    return render(request, "schedules.html", rows=rows, last=last, scripts=scripts, streaks=streaks, q=q, show=show,
+                  total=len(schedules))
+
+
+SHOW = ("active", "paused", "failing")
+
+
+def _matches(sch: Schedule, q: str, show: str, streaks: dict[int, Any]) -> bool:
+    if q and q.lower() not in f"{sch.name}\n{sch.rule_text}\n{sch.pause_note or ''}".lower():
+        return False
+    return (not show or (show == "active" and sch.enabled) or (show == "paused" and not sch.enabled)
+            or (show == "failing" and sch.id in streaks))
 
 
 def _need_editor(principal: Principal) -> None:
@@ -180,25 +195,70 @@ def _changes(sch: Schedule, fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _act(request: Request, principal: Principal, services: ServicesDep, schedule_id: int, action: Any,
-         done: str) -> Response:
+         done: str, changes: Any = None) -> Response:
     with tenant_db(services, principal) as session:
         action(session)
-        audit(session, "schedule." + request.url.path.rsplit("/", 1)[1], f"schedule {schedule_id}", request=request)
+        audit(session, "schedule." + request.url.path.rsplit("/", 1)[1], f"schedule {schedule_id}", changes,
+              request=request)
     services.wake(principal.tenant_slug)
     flash(request, done)
     return redirect(f"/schedules/{schedule_id}")
 
 
+async def _note(request: Request, principal: Principal, verb: str) -> str | None:
+    """"Paused by ann@example.com: disk full" from the form's optional note; None when it is empty."""
+    form = await request.form()
+    why = " ".join(str(form.get("note", "")).split())[:400]
+    return f"{verb} by {principal.email}: {why}" if why else None
+
+
 @router.post("/schedules/{schedule_id}/pause")
-def pause(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+async def pause(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    note = await _note(request, principal, "Paused")
     return _act(request, principal, services, schedule_id, lambda s: service.set_enabled(
-        s, services.store.rules, schedule_id, False, services.clock.now()), "Paused: nothing runs until resumed.")
+        s, services.store.rules, schedule_id, False, services.clock.now(), note=note),
+        "Paused: nothing runs until resumed.", {"note": note} if note else None)
 
 
 @router.post("/schedules/{schedule_id}/resume")
-def resume(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+async def resume(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    note = await _note(request, principal, "Resumed")
     return _act(request, principal, services, schedule_id, lambda s: service.set_enabled(
-        s, services.store.rules, schedule_id, True, services.clock.now()), "Resumed from now on.")
+        s, services.store.rules, schedule_id, True, services.clock.now(), note=note), "Resumed from now on.",
+        {"note": note} if note else None)
+
+
+BULK_MAX = 500
+
+
+@router.post("/schedules/bulk")
+async def bulk(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    """Pause, resume or delete the selected schedules in one unit of work (delete asks first)."""
+    form = await request.form()
+    action = str(form.get("action", ""))
+    ids = [int(v) for v in map(str, form.getlist("ids")) if v.isdigit() and len(v) < 12][:BULK_MAX]
+    if action not in ("pause", "resume", "delete") or not ids:
+        flash(request, "Select one or more schedules, then an action.", "bad")
+        return redirect("/schedules")
+    if action == "delete" and form.get("confirmed") != "yes":
+        with tenant_db(services, principal) as session:
+            chosen = [service.get_schedule(session, i) for i in ids]
+        return render(request, "schedules_bulk_delete.html", chosen=chosen)
+    verb = {"pause": "Paused", "resume": "Resumed"}.get(action, "")
+    note = await _note(request, principal, verb) if verb else None
+    now = services.clock.now()
+    with tenant_db(services, principal) as session:
+        for schedule_id in ids:  # an id of another tenant is not found: nothing of the batch is kept
+            if action == "delete":
+                service.delete_schedule(session, schedule_id)
+            else:
+                service.set_enabled(session, services.store.rules, schedule_id, action == "resume", now, note=note)
+            audit(session, f"schedule.{action}", f"schedule {schedule_id}", {"note": note} if note else None,
+                  request=request)
+    services.wake(principal.tenant_slug)
+    done = {"pause": "Paused", "resume": "Resumed", "delete": "Deleted"}[action]
+    flash(request, f"{done} {len(ids)} schedule{'s' if len(ids) != 1 else ''}.")
+    return redirect("/schedules")
 
 
 @router.post("/schedules/{schedule_id}/trigger")

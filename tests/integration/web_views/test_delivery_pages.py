@@ -183,7 +183,7 @@ def test_delivery_list_page_and_retry(signed_in, database, services):
     assert f'href="/deliveries/{delivery}"' in b.get("/deliveries", params={"event": str(event)}).text
     page = b.get(f"/deliveries/{delivery}").text
     log = page.split('id="attempt-log"')[1]
-    assert re.search(r"<td>1</td><td>[^<]+</td>\s*<td><span class=\"status failed\">failed</span></td>\s*"
+    assert re.search(r"<td>1</td><td><time [^>]+>[^<]+</time></td>\s*<td><span class=\"status failed\">failed</span></td>\s*"
                      r"<td>500</td>\s*<td>12 ms</td>\s*<td>HTTP 500: no</td>", log)
     assert ">Retry now</button>" in page and 'action="/deliveries/%d/retry"' % delivery in page
     retried = b.post(f"/deliveries/{delivery}/retry")

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta
 
-from almanac.tenants import registry
 from almanac.tenants.models import Invitation, User
 from tests.integration.web_views.conftest import PASSWORD
 

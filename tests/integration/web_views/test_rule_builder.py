@@ -18,7 +18,7 @@ def test_free_text_preview_lists_ten_dates(signed_in):
     html = b.get("/rules/preview", params={"mode": "text", "rule": "every weekday at 9am", "timezone": "Europe/Berlin"}).text
     assert "every weekday at 9:00 AM" in html
     items = _items(html)
-    assert len(items) == 10 and all("09:00 CET" in item for item in items)
+    assert len(items) == 10 and all("09:00:00 CET" in item for item in items)
     assert 'role="alert"' not in html
 
 
@@ -26,7 +26,7 @@ def test_preview_shows_the_viewers_zone_too(signed_in):
     b = signed_in()
     b.client.cookies.set("tz", "America/New_York")
     html = b.get("/rules/preview", params={"rule": "0 8 * * 1-5", "timezone": "Europe/Berlin"}).text
-    assert "America/New_York" in html and "02:00 EST" in html
+    assert "America/New_York" in html and "02:00:00 EST" in html
 
 
 @pytest.mark.parametrize("rule, code", [

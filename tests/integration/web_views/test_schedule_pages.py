@@ -39,7 +39,7 @@ def test_create_a_schedule_and_see_it_listed(admin):
     assert "every weekday at 9:00 AM" in page and "Edit" in page and "Trigger now" in page
     listing = admin.get("/schedules").text
     assert "morning" in listing and "every weekday at 9:00 AM" in listing and "never ran" in listing
-    assert "Mon 2026-11-23 08:00 UTC" in listing  # the next run, 09:00 Berlin, shown in the viewer's UTC
+    assert "Mon 2026-11-23 08:00:00 UTC" in listing  # the next run, 09:00 Berlin, shown in the viewer's UTC
 
 
 def test_a_never_firing_rule_cannot_be_saved(admin):
@@ -116,7 +116,7 @@ def test_jobs_create_replace_cancel(admin):
     page = admin.get("/jobs/remind-7").text
     assert "remind-7" in page and "2026-12-01 09:00" in page and "pending" in page
     listing = admin.get("/jobs").text
-    assert "remind-7" in listing and "Tue 2026-12-01 09:00 UTC" in listing
+    assert "remind-7" in listing and "Tue 2026-12-01 09:00:00 UTC" in listing
     replaced = admin.post("/jobs/new", {**form, "run_at": "2026-12-02T09:00"})
     assert "replaced" in admin.get(replaced.headers["location"]).text
     assert admin.post("/jobs/remind-7/cancel").status_code == 303
@@ -146,4 +146,4 @@ def test_runs_history_filters_and_run_page(admin):
 def test_dashboard_lists_upcoming_runs(admin):
     _schedule(admin, admin.script_id)
     home = admin.get("/").text
-    assert "morning" in home and "Mon 2026-11-23 08:00 UTC" in home
+    assert "morning" in home and "Mon 2026-11-23 08:00:00 UTC" in home
