@@ -13,6 +13,7 @@ from almanac.errors import ValidationError
 from almanac.platform import service
 from almanac.platform.models import RUN_STATUSES
 from almanac.web.api.schemas_scheduler import run_out
+from almanac.web.audit import audit
 from almanac.web.views import history, queries, run_detail
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, viewer_zone,
@@ -113,6 +114,11 @@ def run_again(request: Request, run_id: int, principal: PagePrincipal, services:
         ctx = run_detail.run_context(session, row)
         if ctx.schedule is not None:
             service.trigger_schedule(session, ctx.schedule.id, now)
+            audit(session, "schedule.trigger", f"schedule {ctx.schedule.id}", {"again_of_run": run_id},
+                  request=request)
+        elif ctx.job is not None and row.script_id is not None:
+            audit(session, "script.run", f"script {row.script_id}", {"job": ctx.job.key, "again_of_run": run_id},
+                  request=request)
     if ctx.schedule is not None:
         services.wake(principal.tenant_slug)
         flash(request, f"Triggered “{ctx.schedule.name}”: a run starts now.")
