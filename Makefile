@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: install install-dev run test bench clean
+.PHONY: install install-dev run test bench clean sandbox-wasm sandbox-wasm-check
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Almanac needs Python 3.11+"; exit 1; }
@@ -31,6 +31,15 @@ test: install-dev
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py
+
+# Our QuickJS-NG reactor (almanac/sandbox/reactor/): pinned sources and compiler, same bytes every time.
+sandbox-wasm: install-dev
+	$(BIN)/pip install -q -e '.[wasm-build]'
+	$(BIN)/python almanac/sandbox/reactor/build.py
+
+sandbox-wasm-check: install-dev
+	$(BIN)/pip install -q -e '.[wasm-build]'
+	$(BIN)/python almanac/sandbox/reactor/build.py --check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
