@@ -1,0 +1,39 @@
+"""Our QuickJS-NG reactor is the committed binary, rebuilt reproducibly; wasmtime is the pinned one."""
+
+import hashlib
+import os
+import subprocess
+import sys
+
+import pytest
+
+from almanac.sandbox import _engine, _native
+from almanac.sandbox.reactor import build
+
+
+def test_the_committed_reactor_is_the_one_the_build_records():
+    assert hashlib.sha256(_engine.wasm_path().read_bytes()).hexdigest() == build.WASM_SHA256
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("ALMANAC_TEST_WASM_BUILD") != "1",
+                    reason="rebuilding takes minutes: ALMANAC_TEST_WASM_BUILD=1 (or make sandbox-wasm-check)")
+def test_rebuilding_from_the_pinned_sources_gives_the_same_bytes(tmp_path):
+    assert build.build(tmp_path / "again.wasm") == build.WASM_SHA256
+
+
+def test_any_other_wasmtime_version_is_refused_with_the_expected_one_named():
+    with pytest.raises(_native.WasmtimeVersionError, match=r"needs wasmtime==50\.0\.1 \(found 49\.0\.0\)"):
+        _native.check_version("49.0.0")
+    with pytest.raises(ImportError, match="found none"):
+        _native.check_version(None)
+    _native.check_version(_native.WASMTIME)
+
+
+def test_the_check_runs_at_import():
+    code = ("import importlib.metadata as m; real = m.version\n"
+            "m.version = lambda name: '51.0.0' if name == 'wasmtime' else real(name)\n"
+            "import almanac.sandbox")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode != 0
+    assert "needs wasmtime==50.0.1 (found 51.0.0)" in out.stderr
