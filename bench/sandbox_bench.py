@@ -138,6 +138,17 @@ def reference_rows(box: Sandbox) -> list[tuple[str, str]]:
     ]
 
 
+def public_cpu_ms() -> float:
+    from almanac.sandbox._public import PublicSandbox
+
+    box = PublicSandbox()
+    try:
+        limits, caps = Limits(), NullCapabilities()
+        return _cpu_ms(lambda: box.run(TRIVIAL, {"n": 1}, limits, caps), 2000)
+    finally:
+        box.close()
+
+
 def rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -269,6 +280,8 @@ def main() -> None:
         rows.append(("in process: CPU ms per run -> runs/s on 2 idle cores if it scaled",
                      f"{cpu:.3f} -> {2000 / cpu:.0f}"))
         rows += reference_rows(box)
+        rows.append(("public-API fallback (_public.PublicSandbox): CPU ms per trivial run",
+                     f"{public_cpu_ms():.3f}"))
         over = overshoot_ms(box)
         rows.append(("busy-loop deadline overshoot ms (median / max of 10, timeout 200)",
                      f"{statistics.median(over):.1f} / {max(over):.1f}"))

@@ -37,3 +37,21 @@ def test_the_check_runs_at_import():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode != 0
     assert "needs wasmtime==50.0.1 (found 51.0.0)" in out.stderr
+
+
+def test_the_public_api_fallback_runs_scripts_and_keeps_the_caps():
+    from almanac.sandbox import InMemoryCapabilities, Limits, NullCapabilities
+    from almanac.sandbox._public import PublicSandbox
+
+    box = PublicSandbox()
+    try:
+        caps = InMemoryCapabilities()
+        r = box.run("export default async (e) => { await almanac.kv.set('a', e.n); console.log('x');"
+                    " return e.n + 1 }", {"n": 1}, Limits(), caps)
+        assert (r.status, r.output, r.logs, caps.kv) == ("succeeded", 2, "x\n", {"a": 1})
+        assert box.run("export default () => { for (;;) {} }", {}, Limits(timeout_ms=100),
+                       NullCapabilities()).status == "timed_out"
+        assert box.run("export default () => new ArrayBuffer(1e9)", {}, Limits(memory_mb=8),
+                       NullCapabilities()).status == "memory_exceeded"
+    finally:
+        box.close()
