@@ -25,9 +25,9 @@ import time
 from importlib import metadata, resources
 from pathlib import Path
 
-from . import _native, _snapshot, _wasi  # _native first: it checks wasmtime's version
+import wasmtime
 
-import wasmtime  # noqa: E402
+from . import _native, _snapshot, _wasi
 from .limits import MIB
 
 log = logging.getLogger("almanac.sandbox")
@@ -179,6 +179,9 @@ class Shared:
         probe.set_epoch_deadline(1 << 40)  # two field reads; the epoch does not move yet
         try:
             instance = self.pre.instantiate(probe)
+            # Where a run's job and script go when they fit: fixed by the image, the same in every run.
+            self.buffer = _native.call(probe, _native.export(probe, instance, "almanac_buffer"))
+            self.buffer_size = _native.call(probe, _native.export(probe, instance, "almanac_buffer_size"))
             self.image_memory = _native.memory_size(probe, _native.Memory(_native.memory_export(probe, instance)))
         finally:
             probe.close()

@@ -28,6 +28,8 @@ MAX_STACK = 1024 * 1024  # QuickJS's own stack check, well inside the 2 MB shado
 # The exports a run calls without type checks (``_native.call``).
 EXPORTS = {
     "almanac_alloc": (["i32"], ["i32"]),
+    "almanac_buffer": ([], ["i32"]),
+    "almanac_buffer_size": ([], ["i32"]),
     "almanac_run": (["i32", "i32", "i32", "i32", "i32"], []),
 }
 _INIT_EXPORTS = {"_initialize": ([], []), "almanac_init": (["i32", "i32", "i32"], ["i32"])}

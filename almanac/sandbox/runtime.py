@@ -2,19 +2,21 @@
 
 Each ``Sandbox.run`` builds a new Store and instance (nothing survives between
 runs) from the image of an initialised interpreter (``_snapshot``), calls the
-bootstrap's ``__almanacRun`` with the job, drives the returned promise to
-completion, and reads the outcome back through the capability bridge.
+reactor's ``almanac_run`` with the job and the script (it drives the run's
+promise to completion), and reads the outcome the guest reported through its
+``finish`` import (``_wasi``); capability calls go through ``_bridge``.
 
 Caps, all enforced by the host:
-* time: epoch interruption (``_engine._Deadlines``) plus a host-side check in
-  every WASI call that could block, so no JavaScript can outlive its deadline;
+* time: epoch interruption (``_engine._Deadlines``) plus a check in every host
+  call, so no JavaScript can outlive its deadline;
 * memory: ``Store.set_limits(memory_size=...)`` caps linear memory (wasmtime
   refuses ``memory.grow``), and QuickJS's own heap limit sits under it so
   most overruns surface as a clean ``out of memory``;
-* stack: wasmtime's ``max_wasm_stack`` (this WASI build of QuickJS does not
-  check its own stack depth), so deep recursion ends in a stack-overflow trap
-  that only discards this run's instance;
-* output, logs and values: measured in the bridge and the WASI host.
+* stack: QuickJS's own stack check (``_snapshot.MAX_STACK`` of the 2 MB
+  shadow stack) and wasmtime's ``max_wasm_stack``, so deep recursion ends in
+  a RangeError or a stack-overflow trap that only discards this run's instance;
+* output, logs and values: measured in the host functions (``_wasi``) and the
+  capability checks (``capabilities.REGISTRY``).
 """
 
 from __future__ import annotations
@@ -124,10 +126,11 @@ class Sandbox:
         try:
             instance = self._shared.pre.instantiate(store)
             io.memory = _native.Memory(_native.memory_export(store, instance))
-            buffer = _native.call(store, _native.export(store, instance, "almanac_alloc"),
-                                  len(job) + len(script) + 1)
-            if buffer == 0:
-                raise MemoryError("the guest could not allocate the job")
+            size, buffer = len(job) + len(script) + 1, self._shared.buffer
+            if size > self._shared.buffer_size:
+                buffer = _native.call(store, _native.export(store, instance, "almanac_alloc"), size)
+                if buffer == 0:
+                    raise MemoryError("the guest could not allocate the job")
             io.memory.refresh(_native.context(store))
             io.memory.write(buffer, job + script + b"\0")
             _native.call(store, _native.export(store, instance, "almanac_run"), buffer, len(job),

@@ -9,7 +9,9 @@
  * bootstrap, which keeps it in its closure and removes it from the globals.
  *
  * Exports: almanac_init (evaluate the bootstrap: done once, then the memory
- * is snapshotted), almanac_alloc, almanac_run (one run, from the snapshot).
+ * is snapshotted), almanac_buffer/almanac_buffer_size (where a run's job and
+ * script go) or almanac_alloc (when they do not fit), almanac_run (one run,
+ * from the snapshot).
  */
 #include <stdint.h>
 #include <string.h>
@@ -35,6 +37,11 @@ static JSContext *ctx;
 static JSValue run_fn;             /* the bootstrap's run(jobJson), handed over by register() */
 static const char *source;         /* this run's script, NUL-terminated */
 static size_t source_length;
+/* Where the host writes a run's job and script when they fit: no allocation, no call. */
+#define RUN_BUFFER_SIZE (64 * 1024)
+static char run_buffer[RUN_BUFFER_SIZE];
+/* Heap left free at the top when the snapshot is taken, so a run does not grow memory. */
+#define HEAP_RESERVE (512 * 1024)
 
 static JSValue text_arg(JSContext *c, JSValueConst value, size_t *length, const char **text) {
     *text = JS_ToCStringLen(c, length, value);
@@ -153,6 +160,15 @@ EXPORT("almanac_alloc") void *almanac_alloc(uint32_t size) {
     return malloc(size);
 }
 
+/* The run buffer's address (its size is RUN_BUFFER_SIZE, reported by almanac_buffer_size). */
+EXPORT("almanac_buffer") char *almanac_buffer(void) {
+    return run_buffer;
+}
+
+EXPORT("almanac_buffer_size") uint32_t almanac_buffer_size(void) {
+    return RUN_BUFFER_SIZE;
+}
+
 /* Create the interpreter and evaluate the bootstrap (NUL-terminated) as a module.
  * 0 when the bootstrap registered its run function; the memory is then snapshotted. */
 EXPORT("almanac_init") int32_t almanac_init(const char *bootstrap, uint32_t length, uint32_t max_stack) {
@@ -181,6 +197,8 @@ EXPORT("almanac_init") int32_t almanac_init(const char *bootstrap, uint32_t leng
     JS_FreeValue(ctx, promise);
     if (state != JS_PROMISE_FULFILLED)
         return 5;
+    JS_RunGC(rt);
+    free(malloc(HEAP_RESERVE));  /* the freed block stays as the heap's free top */
     return JS_IsFunction(ctx, run_fn) ? 0 : 6;
 }
 

@@ -33,7 +33,7 @@ SOURCES = ["quickjs.c", "libregexp.c", "libunicode.c", "dtoa.c"]
 STACK_BYTES = 2 * 1024 * 1024  # the C shadow stack, placed first in memory (zig's default)
 FLAGS = ["-target", "wasm32-wasi", "-mexec-model=reactor", "-O2", "-s", "-D_GNU_SOURCE",
          f"-Wl,-z,stack-size={STACK_BYTES}"]
-WASM_SHA256 = "47581a5b3d1d37ef92025737832da3e89bbc8c08c5f32002e190f5c385cf21e7"
+WASM_SHA256 = "360e18d063f216db7c37baf7617cba32f69b75996addacbb8d4e6c0bf3d4980e"
 
 
 def sha256(path: Path) -> str:

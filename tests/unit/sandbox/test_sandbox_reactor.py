@@ -55,3 +55,10 @@ def test_the_public_api_fallback_runs_scripts_and_keeps_the_caps():
                        NullCapabilities()).status == "memory_exceeded"
     finally:
         box.close()
+
+
+def test_jobs_too_large_for_the_run_buffer_are_allocated(run, sandbox):
+    # Small jobs are written into the reactor's static run buffer; larger ones need a malloc.
+    padding = "//" + "x" * sandbox._shared.buffer_size + "\n"
+    r = run(padding + "export default (e) => e.s.length", {"s": "é" * 10})
+    assert (r.status, r.output) == ("succeeded", 10)
