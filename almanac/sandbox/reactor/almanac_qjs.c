@@ -219,6 +219,18 @@ EXPORT("almanac_run") void almanac_run(const char *job, uint32_t job_length, con
         report_uncaught();
         return;
     }
-    if (drain_jobs() == 0 && JS_PromiseState(ctx, promise) == JS_PROMISE_PENDING)
-        host_idle();
+    /* Jobs run until the run's promise settles (the result is then reported): work a
+     * script leaves queued behind its result is not run, as with js_std_await. */
+    while (JS_PromiseState(ctx, promise) == JS_PROMISE_PENDING) {
+        JSContext *job_ctx;
+        int ran = JS_ExecutePendingJob(rt, &job_ctx);
+        if (ran < 0) {
+            report_uncaught();
+            return;
+        }
+        if (ran == 0) {
+            host_idle();
+            return;
+        }
+    }
 }

@@ -33,7 +33,7 @@ SOURCES = ["quickjs.c", "libregexp.c", "libunicode.c", "dtoa.c"]
 STACK_BYTES = 2 * 1024 * 1024  # the C shadow stack, placed first in memory (zig's default)
 FLAGS = ["-target", "wasm32-wasi", "-mexec-model=reactor", "-O2", "-s", "-D_GNU_SOURCE",
          f"-Wl,-z,stack-size={STACK_BYTES}"]
-WASM_SHA256 = "360e18d063f216db7c37baf7617cba32f69b75996addacbb8d4e6c0bf3d4980e"
+WASM_SHA256 = "cadf27839d127dd49ca1257470fea28d74c76be2ba5d72bd20fa58c7c327b614"
 
 
 def sha256(path: Path) -> str:

@@ -62,3 +62,13 @@ def test_jobs_too_large_for_the_run_buffer_are_allocated(run, sandbox):
     padding = "//" + "x" * sandbox._shared.buffer_size + "\n"
     r = run(padding + "export default (e) => e.s.length", {"s": "é" * 10})
     assert (r.status, r.output) == ("succeeded", 10)
+
+
+def test_work_left_queued_behind_the_result_is_not_run(run, caps):
+    # As with js_std_await on the stock reactor: the run ends when its promise settles.
+    r = run("""export default async () => {
+      (async () => { for (;;) await null })();
+      (async () => { for (let i = 0; i < 50; i++) await null; await almanac.kv.set('late', 1) })();
+      return 1;
+    }""", caps=caps, timeout_ms=2000)
+    assert (r.status, r.output, caps.kv) == ("succeeded", 1, {})
