@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+from itertools import accumulate
 from typing import Any
 
 from .capabilities import BY_OP, Capabilities, CapabilityError, Capability
@@ -29,11 +31,29 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+MAX_DEPTH = 256  # nesting a value may have: every process that parses it again has room to spare
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def depth(text: str) -> int:
+    """How deeply the JSON ``text`` nests (linear; called only when it might be deep)."""
+    steps = (1 if c in "[{" else -1 for c in _BRACKET.findall(_STRING.sub("", text)))
+    return max(accumulate(steps), default=0)
+
+
 def loads(data: bytes | str) -> Any:
-    """Strict JSON: ValueError for anything that is not (NaN, Infinity, too deep, bad UTF-8)."""
+    """Strict JSON: ValueError for anything that is not (NaN, Infinity, too deep, bad UTF-8).
+
+    Nesting is capped at ``MAX_DEPTH`` so that a value this process parsed can be parsed
+    again by the next (the pool's parent wraps it in a message: Python's parser would
+    raise RecursionError there, in the reactor thread, on a value nested just deep enough).
+    """
     try:
         if isinstance(data, bytes):
             data = data.decode("utf-8", "surrogatepass")
+        if data.count("[") + data.count("{") > MAX_DEPTH and depth(data) > MAX_DEPTH:
+            raise ValueError("nested too deeply")
         return json.loads(data, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError("nested too deeply") from None

@@ -32,3 +32,17 @@ def test_a_forged_message_does_not_kill_the_worker(single, message):
     assert (r.status, r.error) == ("failed", "Error: the script failed")
     assert single.worker_pids() == before
     assert single.run("export default () => 'ok'", {}, Limits(), NullCapabilities()).output == "ok"
+
+
+@pytest.mark.parametrize("levels", [250, 300, 900, 5000])
+def test_a_deeply_nested_result_fails_the_run_not_the_worker(single, levels):
+    before = single.worker_pids()
+    r = single.run("export default () => { let x = 1; for (let i = 0; i < %d; i++) x = [x]; return x }" % levels,
+                   {}, Limits(), NullCapabilities())
+    if levels < 256:
+        assert r.status == "succeeded"
+    elif levels < 1000:
+        assert (r.status, r.error) == ("failed", "output is not JSON the host can store (nested too deeply)"), r
+    else:  # QuickJS's own JSON.stringify gives up first
+        assert (r.status, r.error) == ("failed", "RangeError: stack overflow"), r
+    assert single.worker_pids() == before

@@ -147,3 +147,11 @@ def test_a_60kb_kv_get_in_a_loop_is_bounded_by_the_deadline(sandbox):
     r, elapsed = timed(sandbox, "export default async () => { for (;;) await almanac.kv.get('k'.repeat(60000)) }",
                        caps=caps, timeout_ms=300)
     assert r.status == "timed_out" and elapsed < 300 + MARGIN_MS
+
+
+def test_values_nested_deeper_than_the_cap_are_refused_as_requests(run, caps):
+    r = run("""export default async () => {
+      let x = 1; for (let i = 0; i < 300; i++) x = [x];
+      try { await almanac.kv.set('k', x) } catch (e) { return e.message }
+    }""", caps=caps)
+    assert r.output == "malformed request" and caps.kv == {}
