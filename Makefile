@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 XDIST  ?= auto
 UV_COMPILE := $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes -q
 
-.PHONY: install install-dev run test test-fast lint lock bench clean
+.PHONY: install install-dev run test test-fast lint lock bench clean sandbox-wasm sandbox-wasm-check
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Almanac needs Python 3.11+"; exit 1; }
@@ -53,6 +53,15 @@ test-fast: install-dev
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py
+
+# Our QuickJS-NG reactor (almanac/sandbox/reactor/): pinned sources and compiler, same bytes every time.
+sandbox-wasm: install-dev
+	$(BIN)/pip install -q -e '.[wasm-build]'
+	$(BIN)/python almanac/sandbox/reactor/build.py
+
+sandbox-wasm-check: install-dev
+	$(BIN)/pip install -q -e '.[wasm-build]'
+	$(BIN)/python almanac/sandbox/reactor/build.py --check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache

@@ -25,6 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from almanac.sandbox import Limits, NullCapabilities, Sandbox, SandboxPool  # noqa: E402
 
 TRIVIAL = "export default (e) => e.n + 1"
+LOOP_BODY = "let s = 0; for (let i = 0; i < 1e6; i++) s += i;"
+LOOP = f"export default () => {{ {LOOP_BODY} return s }}"
+# The same work for the reference engines, as a script (no module system there):
+# parse the event, compute, hand back JSON.
+REF_TRIVIAL = """JSON.stringify(((e) => e.n + 1)(JSON.parse('{"n":1}')))"""
+REF_LOOP = f"(() => {{ {LOOP_BODY} return s }})()"
+CAP_MEMORY = 32 * 1024 * 1024
 BUSY = "export default () => { while (true) {} }"
 BOMB = "export default () => { const a = []; for (;;) a.push('x' + a.length) }"
 
@@ -70,6 +77,76 @@ def overshoot_ms(box: Sandbox, timeout_ms: int = 200, n: int = 10) -> list[float
         assert r.status == "timed_out"
         result.append((time.monotonic() - started) * 1000 - timeout_ms)
     return result
+
+
+def _cpu_ms(fn, n: int) -> float:
+    fn()  # warm up
+    started = time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.process_time() - started) * 1000 / n
+
+
+def _min_cpu_ms(fn, n: int = 5) -> float:
+    """CPU (not wall: the box is shared) of the quickest of ``n`` calls."""
+    times = []
+    for _ in range(n):
+        started = time.process_time()
+        fn()
+        times.append((time.process_time() - started) * 1000)
+    return min(times)
+
+
+def _quickjs_native(code: str) -> object:
+    import quickjs  # dev extra, bench only: the C binding of QuickJS, in this process
+
+    ctx = quickjs.Context()  # a fresh context (and runtime) per run, with the same caps
+    ctx.set_memory_limit(CAP_MEMORY)
+    ctx.set_time_limit(1)
+    return ctx.eval(code)
+
+
+def _mini_racer(code: str) -> object:
+    from py_mini_racer import MiniRacer  # dev extra, bench only: V8
+
+    ctx = MiniRacer()  # a fresh isolate per run
+    try:
+        ctx.set_hard_memory_limit(CAP_MEMORY)
+        return ctx.eval(code, timeout=1000)
+    finally:
+        ctx.close()
+
+
+def reference_rows(box: Sandbox) -> list[tuple[str, str]]:
+    """Side by side, one process: CPU per trivial run and a 1e6-iteration loop, fresh context each."""
+    limits, caps = Limits(), NullCapabilities()
+    assert box.run(TRIVIAL, {"n": 1}, limits, caps).output == 2
+    assert _quickjs_native(REF_TRIVIAL) == "2" and _mini_racer(REF_TRIVIAL) == "2"
+    ours = _cpu_ms(lambda: box.run(TRIVIAL, {"n": 1}, limits, caps), 2000)
+    native = _cpu_ms(lambda: _quickjs_native(REF_TRIVIAL), 2000)
+    v8 = _cpu_ms(lambda: _mini_racer(REF_TRIVIAL), 50)
+    loop_limits = Limits(timeout_ms=30_000)
+    ours_loop = _min_cpu_ms(lambda: box.run(LOOP, {}, loop_limits, caps))
+    native_loop = _min_cpu_ms(lambda: _quickjs_native(REF_LOOP))
+    v8_loop = _min_cpu_ms(lambda: _mini_racer(REF_LOOP))
+    return [
+        ("trivial run, fresh context: CPU ms per run: almanac sandbox / quickjs (C) / mini-racer (V8)",
+         f"{ours:.3f} / {native:.3f} / {v8:.3f}"),
+        ("1e6-iteration loop, fresh context: CPU ms (min of 5): almanac sandbox / quickjs (C) / mini-racer (V8)",
+         f"{ours_loop:.1f} / {native_loop:.1f} / {v8_loop:.1f}"),
+        ("compute: almanac sandbox vs native QuickJS (loop CPU ratio)", f"{ours_loop / native_loop:.2f} x"),
+    ]
+
+
+def public_cpu_ms() -> float:
+    from almanac.sandbox._public import PublicSandbox
+
+    box = PublicSandbox()
+    try:
+        limits, caps = Limits(), NullCapabilities()
+        return _cpu_ms(lambda: box.run(TRIVIAL, {"n": 1}, limits, caps), 2000)
+    finally:
+        box.close()
 
 
 def rss_mb() -> float:
@@ -202,6 +279,9 @@ def main() -> None:
         cpu = cpu_ms_per_run(box, 1)
         rows.append(("in process: CPU ms per run -> runs/s on 2 idle cores if it scaled",
                      f"{cpu:.3f} -> {2000 / cpu:.0f}"))
+        rows += reference_rows(box)
+        rows.append(("public-API fallback (_public.PublicSandbox): CPU ms per trivial run",
+                     f"{public_cpu_ms():.3f}"))
         over = overshoot_ms(box)
         rows.append(("busy-loop deadline overshoot ms (median / max of 10, timeout 200)",
                      f"{statistics.median(over):.1f} / {max(over):.1f}"))

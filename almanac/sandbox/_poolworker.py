@@ -47,7 +47,6 @@ from .capabilities import CapabilityError, ForwardingCapabilities
 from .limits import Limits
 from .runtime import RunResult, Sandbox
 
-CAP_METHODS = frozenset({"kv_get", "kv_set", "kv_delete", "kv_list", "emit", "schedule_at"})
 RECYCLE_AFTER = ("timed_out", "memory_exceeded")  # a fresh process after these, whatever they left behind
 TICKET_HEAD = struct.Struct("<Q")
 MAX_TICKET = 32 * 1024  # larger jobs go as thin tickets and are fetched

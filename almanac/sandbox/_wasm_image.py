@@ -135,7 +135,7 @@ def function_names(sections: list[Section]) -> dict[str, int]:
 def add_exports(wasm: bytes, functions: dict[str, str], globals_: dict[str, int]) -> bytes:
     """Export internal functions (export name -> internal name) and globals (name -> index)."""
     sections = parse(wasm)
-    names = function_names(sections)
+    names = function_names(sections) if functions else {}
     missing = [internal for internal in functions.values() if internal not in names]
     if missing:
         raise WasmFormatError(f"the module has no functions named {', '.join(missing)}")

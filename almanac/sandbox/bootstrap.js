@@ -1,42 +1,31 @@
 // Almanac sandbox bootstrap (package data): evaluated once per process, not per run.
 //
-// The host runs this module in a fresh QuickJS instance and snapshots the
-// instance's memory (``_snapshot.py``); every run then starts from a copy of
-// that snapshot and calls ``__almanacRun(jobJson)``.  This module installs the
-// `almanac` and `console` globals, removes QuickJS's helpers that are not part
-// of the language, and defines the run: it imports the tenant's module from
-// the virtual file /script.js, awaits its default export and hands the JSON
-// result (or the error) back to the host.  The host drives the run's promise
-// to completion (``js_std_await``), which is what runs the script's promises.
+// The host evaluates this module in a fresh QuickJS instance (our own reactor,
+// reactor/almanac_qjs.c, which has no std/os modules, no files and no
+// descriptors) and snapshots the instance's memory (``_snapshot.py``); every
+// run then starts from a copy of that snapshot and calls the run function
+// registered below.  This module installs the `almanac` and `console`
+// globals and defines the run: it imports the tenant's module (the only
+// module the reactor can load, /script.js), awaits its default export and
+// hands the JSON result (or the error) back to the host.
 //
-// Everything the script can reach outside the language goes through
-// `hostCall`: one JSON line written to the bridge fd, one JSON line read back.
-import * as std from 'qjs:std';
+// Everything outside the language goes through `host`, the reactor's five
+// imported functions, which this module takes off the global object at once:
+// a script can only reach them through the frozen functions below.
+const host = globalThis.__almanacHost;
+delete globalThis.__almanacHost;
+const { call: hostCallRaw, log: hostLog, finish: hostFinish, check: hostCheck } = host;
 
 const { stringify, parse } = JSON;
 const PromiseCtor = Promise;
 const ErrorCtor = Error;
 const freeze = Object.freeze;
 const toStr = String;
-const out = std.fdopen(100, 'w');
-const inp = std.fdopen(101, 'r');
-const logFile = std.out;
-// wasi-libc finds its preopened directory on the first open; do that now, in
-// the snapshot, rather than in every run (the file is empty at this point).
-std.loadFile('/script.js');
-let logCap = 0;  // set by each run
 const imul = Math.imul;
-
-// The run's last word (its result or error) needs no reply: one write.
-function hostSend(op, args) {
-  out.puts(stringify([op, args]) + '\n');
-  out.flush();
-}
+let logCap = 0;  // set by each run
 
 function hostCall(op, args) {
-  out.puts(stringify([op, args]) + '\n');
-  out.flush();
-  const reply = parse(inp.getline());
+  const reply = parse(hostCallRaw(stringify([op, args])));
   if (reply.e !== undefined) throw new ErrorCtor(reply.e);
   return reply.v;
 }
@@ -60,16 +49,15 @@ function show(value) {
   }
 }
 
-// stdout is fully buffered (the host says fd 1 is not a tty), so logging costs
-// a host call per buffer, not per line; it is flushed when the run ends.  Once
-// past the cap nothing more is written: the host truncates and marks it.
+// Each line goes to the host at once, so a run that is stopped keeps its logs.
+// Once past the cap nothing more is sent: the host truncates and marks it.
 let logged = 0;
 function logger(prefix) {
   return (...args) => {
     if (logged > logCap) return;
     const line = prefix + args.map(show).join(' ') + '\n';
     logged += line.length;
-    logFile.puts(line);
+    hostLog(line);
   };
 }
 
@@ -95,8 +83,7 @@ const console = freeze({
   debug: logger('[debug] '),
 });
 
-for (const name of ['print', 'scriptArgs', 'gc', 'execArgv', 'argv0', 'setTimeout', 'clearTimeout', 'setInterval',
-                    'clearInterval', 'navigator', 'performance', 'bjson', 'std', 'os']) {
+for (const name of ['gc', 'navigator', 'performance']) {
   delete globalThis[name];
 }
 Object.defineProperty(globalThis, 'almanac', { value: almanac, enumerable: false });
@@ -131,15 +118,13 @@ function seededRandom(seed) {
 }
 
 async function run(jobJson) {
-  delete globalThis.__almanacRun;
   const job = parse(jobJson);
   logCap = job.logBytes;
   Object.defineProperty(Math, 'random', { value: seededRandom(job.seed), writable: true, configurable: true });
   try {
     if (job.mode === 'check') {
-      std.evalScript(std.loadFile('/script.js'), { compile_only: true, compile_module: true });
-      logFile.flush();
-      hostSend('result', ['null']);
+      hostCheck();
+      hostFinish(0, 'null');
     } else {
       const module = await import('/script.js');
       if (typeof module.default !== 'function') {
@@ -147,13 +132,11 @@ async function run(jobJson) {
       }
       const value = await module.default(job.event);
       const json = stringify(value) ?? 'null';
-      logFile.flush();
-      hostSend('result', [json]);
+      hostFinish(0, json);
     }
   } catch (error) {
-    logFile.flush();
-    hostSend('error', [describe(error)]);
+    hostFinish(1, stringify(describe(error)));
   }
 }
 
-Object.defineProperty(globalThis, '__almanacRun', { value: run, configurable: true });
+host.register(run);

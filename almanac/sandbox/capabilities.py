@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
 
 
 class CapabilityError(Exception):
@@ -27,33 +28,98 @@ class Capabilities(Protocol):
     def schedule_at(self, when: str, payload: Any, key: str | None) -> dict: ...
 
 
+# --- the registry: every host function a script may call -------------------------
+
+def _text(name: str, value: Any, allow_empty: bool = False) -> str:
+    if not isinstance(value, str) or (not value and not allow_empty):
+        raise CapabilityError(f"{name} must be a non-empty string")
+    return value
+
+
+def json_size(value: Any) -> int:
+    """The one size measure: UTF-8 bytes of the value's stored (compact, non-ASCII-escaped) JSON."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except RecursionError:
+        raise CapabilityError("the value is nested too deeply") from None
+    except (TypeError, ValueError):
+        raise CapabilityError("the value is not JSON") from None
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _sized(what: str, value: Any, limit: int) -> Any:
+    size = json_size(value)
+    if size > limit:
+        raise CapabilityError(f"{what} is {size} bytes, over the {limit}-byte limit")
+    return value
+
+
+def _kv_set_args(key: Any, value: Any, limit: int) -> tuple:
+    key = _text("key", key)
+    return key, _sized(f"kv value for {key!r}", value, limit)
+
+
+def _emit_args(topic: Any, data: Any, limit: int) -> tuple:
+    data = _sized("emit data", data, limit)
+    return _text("topic", topic), data
+
+
+def _schedule_args(when: Any, payload: Any, key: Any, limit: int) -> tuple:
+    key = None if key is None else _text("key", key)
+    payload = _sized("schedule payload", payload, limit)
+    return _text("when", when), payload, key
+
+
+@dataclass(frozen=True)
+class Capability:
+    """One host function: ``op`` is what the bootstrap sends, ``method`` the ``Capabilities`` method.
+
+    ``check(*args, value_limit)`` validates the script's arguments (types; values
+    measured by ``json_size`` against the run's ``kv_value_bytes``) and returns
+    the arguments to call ``method`` with.  ``writes`` marks the calls that
+    change state (kv set/delete, emit, schedule).
+    """
+
+    op: str
+    method: str
+    check: Callable[..., tuple]
+    writes: bool
+
+
+REGISTRY: tuple[Capability, ...] = (
+    Capability("kv.get", "kv_get", lambda key, limit: (_text("key", key),), writes=False),
+    Capability("kv.set", "kv_set", _kv_set_args, writes=True),
+    Capability("kv.delete", "kv_delete", lambda key, limit: (_text("key", key),), writes=True),
+    Capability("kv.list", "kv_list", lambda prefix, limit: (_text("prefix", prefix, allow_empty=True),),
+               writes=False),
+    Capability("emit", "emit", _emit_args, writes=True),
+    Capability("schedule.at", "schedule_at", _schedule_args, writes=True),
+)
+BY_OP: dict[str, Capability] = {c.op: c for c in REGISTRY}
+METHODS: frozenset[str] = frozenset(c.method for c in REGISTRY)
+
+
 class ForwardingCapabilities:
     """Capabilities that hand every call to `_call(method, *args)`: for proxies and adapters.
 
     Subclasses implement `_call` (answer from another process, translate errors, ...) and
-    inherit the six methods, so the protocol's shape is written down once.
+    inherit one method per entry of ``REGISTRY``, so the protocol's shape is written down once.
     """
 
     def _call(self, method: str, *args: Any) -> Any:
         raise NotImplementedError
 
-    def kv_get(self, key: str) -> Any | None:
-        return self._call("kv_get", key)
 
-    def kv_set(self, key: str, value: Any) -> None:
-        self._call("kv_set", key, value)
+def _forwarder(method: str) -> Callable[..., Any]:
+    def forward(self: ForwardingCapabilities, *args: Any) -> Any:
+        return self._call(method, *args)
 
-    def kv_delete(self, key: str) -> None:
-        self._call("kv_delete", key)
+    forward.__name__ = method
+    return forward
 
-    def kv_list(self, prefix: str) -> list[str]:
-        return self._call("kv_list", prefix)
 
-    def emit(self, topic: str, data: Any) -> None:
-        self._call("emit", topic, data)
-
-    def schedule_at(self, when: str, payload: Any, key: str | None) -> dict:
-        return self._call("schedule_at", when, payload, key)
+for _capability in REGISTRY:
+    setattr(ForwardingCapabilities, _capability.method, _forwarder(_capability.method))
 
 
 class NullCapabilities:

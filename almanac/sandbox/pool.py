@@ -294,7 +294,7 @@ class SandboxPool:
             except (EOFError, OSError):
                 self._lose(worker, "died")
                 return
-            except (ValueError, TypeError, KeyError, IndexError):  # not JSON, or not the expected shape
+            except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # not JSON, or not the expected shape
                 worker.process.kill()
                 self._lose(worker, "malformed")
                 return

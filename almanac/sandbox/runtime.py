@@ -2,19 +2,21 @@
 
 Each ``Sandbox.run`` builds a new Store and instance (nothing survives between
 runs) from the image of an initialised interpreter (``_snapshot``), calls the
-bootstrap's ``__almanacRun`` with the job, drives the returned promise to
-completion, and reads the outcome back through the capability bridge.
+reactor's ``almanac_run`` with the job and the script (it drives the run's
+promise to completion), and reads the outcome the guest reported through its
+``finish`` import (``_wasi``); capability calls go through ``_bridge``.
 
 Caps, all enforced by the host:
-* time: epoch interruption (``_engine._Deadlines``) plus a host-side check in
-  every WASI call that could block, so no JavaScript can outlive its deadline;
+* time: epoch interruption (``_engine._Deadlines``) plus a check in every host
+  call, so no JavaScript can outlive its deadline;
 * memory: ``Store.set_limits(memory_size=...)`` caps linear memory (wasmtime
   refuses ``memory.grow``), and QuickJS's own heap limit sits under it so
   most overruns surface as a clean ``out of memory``;
-* stack: wasmtime's ``max_wasm_stack`` (this WASI build of QuickJS does not
-  check its own stack depth), so deep recursion ends in a stack-overflow trap
-  that only discards this run's instance;
-* output, logs and values: measured in the bridge and the WASI host.
+* stack: QuickJS's own stack check (``_snapshot.MAX_STACK`` of the 2 MB
+  shadow stack) and wasmtime's ``max_wasm_stack``, so deep recursion ends in
+  a RangeError or a stack-overflow trap that only discards this run's instance;
+* output, logs and values: measured in the host functions (``_wasi``) and the
+  capability checks (``capabilities.REGISTRY``).
 """
 
 from __future__ import annotations
@@ -31,13 +33,13 @@ from typing import Any
 import wasmtime
 
 from . import _engine, _native, _wasi
-from ._bridge import Bridge
+from ._bridge import Bridge, loads
 from .capabilities import Capabilities, NullCapabilities
 from .limits import MIB, Limits
 
 STATIC_MEMORY = 4 * MIB  # QuickJS's data segments and 2 MB C stack, beyond the JS heap
-JS_EVAL_TYPE_GLOBAL = 0
-RUN_FILENAME = b"<cmdline>\0"  # the bootstrap's own frames are named so; both are cut from stacks
+REQUEST_OVERHEAD = 64 * 1024  # a capability request may exceed its value by this much (key, op, JSON)
+BOOTSTRAP_FRAMES = "<bootstrap>"  # the bootstrap's own frames are named so; they are cut from stacks
 CHECK_LIMITS = Limits(timeout_ms=2000, memory_mb=64)
 
 _FRAME = re.compile(r"(?:/script\.js|<evalScript>):(\d+):(\d+)")
@@ -100,56 +102,48 @@ class Sandbox:
         if self._closed:
             raise RuntimeError("sandbox is closed")
         started = time.monotonic()
-        bridge = Bridge(caps, limits)
-        io = _wasi.RunIO(source.encode("utf-8", "surrogatepass"),
-                         started + limits.timeout_ms / 1000, limits.log_bytes, bridge.handle)
+        io = _wasi.RunIO(started + limits.timeout_ms / 1000, limits.log_bytes, limits.output_bytes,
+                         limits.kv_value_bytes + REQUEST_OVERHEAD, Bridge(caps, limits).handle)
         with self._shared.slots:  # an instance slot of the pooling allocator
             store = wasmtime.Store(self._shared.engine)
             deadlines = self._shared.deadlines
             token = deadlines.begin(store, io.deadline)
             _wasi.bind(io)
             try:
-                trap = self._enter(store, io, _call_code(job), limits)
+                trap = self._enter(store, io, _job_json(job), source.encode("utf-8", "surrogatepass"), limits)
             finally:
                 deadlines.end(token)
                 _wasi.bind(None)
                 memory_used = _memory_size(store, io)
                 store.close()
-        return _outcome(bridge, io, trap, memory_used - self._shared.image_memory, limits, started)
+        return _outcome(io, trap, memory_used - self._shared.image_memory, limits, started)
 
-    def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, code: bytes,
+    def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, job: bytes, script: bytes,
                limits: Limits) -> BaseException | None:
-        shared = self._shared
-        # The image (2.4 MB: static data, C stack, the bootstrap's heap) lies within STATIC_MEMORY,
+        # The image (static data, the 2 MB C stack, the bootstrap's heap) lies within STATIC_MEMORY,
         # as the module's initial memory did before the snapshot: the wall is where it was.
         store.set_limits(memory_size=limits.memory_mb * MIB + STATIC_MEMORY)
         try:
-            instance = shared.pre.instantiate(store)
-            io.memory = _native.Memory(_native.export(store, instance, "memory").of.memory)
-            _native.call(store, _native.export(store, instance, "almanac_set_memory_limit"),
-                         shared.runtime, limits.memory_mb * MIB)
-            buffer = _native.call(store, _native.export(store, instance, "malloc"),
-                                  len(code) + 1 + len(RUN_FILENAME))
-            if buffer == 0:
-                raise MemoryError("the guest could not allocate the job")
+            instance = self._shared.pre.instantiate(store)
+            io.memory = _native.Memory(_native.memory_export(store, instance))
+            size, buffer = len(job) + len(script) + 1, self._shared.buffer
+            if size > self._shared.buffer_size:
+                buffer = _native.call(store, _native.export(store, instance, "almanac_alloc"), size)
+                if buffer == 0:
+                    raise MemoryError("the guest could not allocate the job")
             io.memory.refresh(_native.context(store))
-            io.memory.write(buffer, code + b"\0" + RUN_FILENAME)
-            promise = _native.call(store, _native.export(store, instance, "almanac_eval"), shared.context,
-                                   buffer, len(code), buffer + len(code) + 1, JS_EVAL_TYPE_GLOBAL,
-                                   wide="iiiiiI")
-            _native.call(store, _native.export(store, instance, "almanac_await"), shared.context, promise,
-                         wide="iII")
+            io.memory.write(buffer, job + script + b"\0")
+            _native.call(store, _native.export(store, instance, "almanac_run"), buffer, len(job),
+                         buffer + len(job), len(script), limits.memory_mb * MIB)
         except Exception as exc:  # traps (HostExit's included), wasmtime errors
             return exc
         return None
 
 
-def _call_code(job: dict) -> bytes:
-    """``__almanacRun("<job as JSON>")``: the job travels as a string, parsed by
-    JSON.parse inside, so an object literal's rules (``__proto__``) never apply."""
+def _job_json(job: dict) -> bytes:
+    """The job as JSON, parsed by JSON.parse inside, so an object literal's rules (``__proto__``) never apply."""
     job["seed"] = list(struct.unpack("<4I", os.urandom(16)))
-    text = json.dumps(job, ensure_ascii=False, allow_nan=False)
-    return b"__almanacRun(" + json.dumps(text).encode() + b")"
+    return json.dumps(job, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
 
 
 def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
@@ -159,27 +153,47 @@ def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
         return 0
 
 
-def _outcome(bridge: Bridge, io: _wasi.RunIO, trap: BaseException | None, memory_grown: int,
-             limits: Limits, started: float) -> RunResult:
+def _outcome(io: _wasi.RunIO, trap: BaseException | None, memory_grown: int, limits: Limits,
+             started: float) -> RunResult:
     logs = io.logs.decode("utf-8", "replace") + ("\n[truncated]" if io.logs_truncated else "")
     elapsed = time.monotonic() - started
     duration = int(elapsed * 1000)
+    kind, text = io.finished or (None, b"")
+    error = _error_from(kind, text)
     # Linear memory that grew through most of the heap allowance: a failure
     # now is the heap running out (QuickJS may even throw null when it cannot
     # allocate the error itself).
     near_cap = memory_grown >= 0.75 * limits.memory_mb * MIB
     if _timed_out(trap, io, elapsed, limits):
         return _ended("timed_out", f"timed out after {limits.timeout_ms} ms", logs, duration)
-    if _is_oom(bridge.error) or (near_cap and bridge.result_json is None):
-        return _ended("memory_exceeded", f"memory limit of {limits.memory_mb} MB exceeded",
-                          logs, duration)
-    if bridge.error is not None:
-        return _failed(bridge.error, logs, duration)
+    if _is_oom(error) or (near_cap and kind != _wasi.FINISH_RESULT):
+        return _ended("memory_exceeded", f"memory limit of {limits.memory_mb} MB exceeded", logs, duration)
+    if error is not None:
+        return _failed(error, logs, duration)
     if trap is not None:
         return _ended("failed", _describe_trap(trap, io), logs, duration)
-    if bridge.result_json is None:
+    if kind is None:
         return _ended("failed", "the script ended without a result", logs, duration)
-    return _succeeded(bridge.result_json, limits, logs, duration)
+    if io.output_size:
+        return _ended("failed", f"output is {io.output_size} bytes, over the {limits.output_bytes}-byte limit",
+                      logs, duration)
+    return _succeeded(text, logs, duration)
+
+
+def _error_from(kind: int | None, text: bytes) -> dict | None:
+    """The guest's report of an uncaught error as {name, message, stack} (all str), or None."""
+    if kind == _wasi.FINISH_UNCAUGHT:
+        name, _, message = text.decode("utf-8", "replace").partition(": ")
+        return {"name": name or "Error", "message": message, "stack": ""}
+    if kind != _wasi.FINISH_ERROR:
+        return None
+    try:
+        found = loads(text)
+    except ValueError:
+        found = None
+    if not isinstance(found, dict):
+        return {"name": "Error", "message": "the script's error could not be read", "stack": ""}
+    return {key: str(found.get(key) or "") for key in ("name", "message", "stack")}
 
 
 def _timed_out(trap: BaseException | None, io: _wasi.RunIO, elapsed: float, limits: Limits) -> bool:
@@ -212,15 +226,15 @@ def _failed(error: dict, logs: str, duration: int) -> RunResult:
     stack = str(error.get("stack") or "")
     frame = _FRAME.search(stack)
     # Keep only the script's frames: the bootstrap's are noise to a tenant.
-    own = "\n".join(l for l in stack.splitlines() if "<cmdline>" not in l and "(native)" not in l)
+    own = "\n".join(l for l in stack.splitlines() if BOOTSTRAP_FRAMES not in l and "(native)" not in l)
     message = f"{error.get('name', 'Error')}: {error.get('message', '')}"
     return RunResult("failed", None, message, int(frame.group(1)) if frame else None,
                      int(frame.group(2)) if frame else None, logs, duration, own or None)
 
 
-def _succeeded(output_json: str, limits: Limits, logs: str, duration: int) -> RunResult:
-    size = len(output_json.encode("utf-8", "surrogatepass"))
-    if size > limits.output_bytes:
-        return _ended("failed", f"output is {size} bytes, over the {limits.output_bytes}-byte limit",
-                      logs, duration)
-    return RunResult("succeeded", json.loads(output_json), None, None, None, logs, duration)
+def _succeeded(output_json: bytes, logs: str, duration: int) -> RunResult:
+    try:
+        output = loads(output_json)
+    except ValueError as exc:
+        return _ended("failed", f"output is not JSON the host can store ({exc})", logs, duration)
+    return RunResult("succeeded", output, None, None, None, logs, duration)

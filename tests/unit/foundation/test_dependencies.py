@@ -17,7 +17,6 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[3]
 NEEDED_WITHOUT_IMPORT = {
     "tzdata": "zoneinfo's time zone data on systems without /usr/share/zoneinfo",
-    "qjs-wasi-reactor.wasm": "the QuickJS-NG WebAssembly module the sandbox loads as a file",
     "python-multipart": "FastAPI parses the pages' form posts with it",
 }
 

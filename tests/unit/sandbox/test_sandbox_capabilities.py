@@ -5,11 +5,15 @@ Each test that exercises a bridge op or a WASI import says so with
 and the tests in step.
 """
 
+import ctypes
 import re
 from pathlib import Path
 
-from almanac.sandbox import CapabilityError, InMemoryCapabilities, Limits
-from almanac.sandbox import _bridge, _wasi
+import pytest
+
+from almanac.sandbox import Capabilities, CapabilityError, InMemoryCapabilities, Limits
+from almanac.sandbox import _bridge, _native, _poolworker, _wasi
+from almanac.sandbox.capabilities import REGISTRY, ForwardingCapabilities
 
 
 def covers(*names):
@@ -114,47 +118,78 @@ def test_tenants_cannot_see_each_other(sandbox):
     assert sandbox.run(read, {}, Limits(), tenant_a).output == ["a-only", ["secret"]]
 
 
-@covers("result", "error")
-def test_result_and_error_are_reported_once(run, caps):
-    # A script that forges bridge traffic only talks about its own run.
-    r = run("""import * as std from 'qjs:std';
-    export default () => {
-      const f = std.fdopen(100, 'w'); f.puts('["result",["\\\\"forged\\\\""]]\\n'); f.flush();
-      return 'real';
-    }""", caps=caps)
-    assert r.status == "succeeded" and r.output in ("forged", "real")
+@covers("finish")
+def test_result_and_error_are_reported_once(run):
+    # finish is the bootstrap's; the first report counts, later ones are ignored.
+    io = _wasi.RunIO(0.0, 0, 100, 100, None)
+    io.memory = _host_memory(bytearray(b'"first""later"'))
+    _wasi.host_finish(io, _wasi.FINISH_RESULT, 0, 7)
+    _wasi.host_finish(io, _wasi.FINISH_ERROR, 7, 7)
+    assert io.finished == (_wasi.FINISH_RESULT, b'"first"')
     assert run("export default () => { throw new Error('x') }").error == "Error: x"
 
 
 @covers("malformed")
-def test_malformed_requests_are_refused(run):
-    r = run("""import * as std from 'qjs:std';
-    export default () => {
-      const f = std.fdopen(100, 'w'), g = std.fdopen(101, 'r');
-      f.puts('not json\\n["nope", []]\\n'); f.flush();
-      return [g.getline(), g.getline()];
-    }""")
-    assert r.output == ['{"e": "malformed request"}', '{"e": "malformed request"}']
+@pytest.mark.parametrize("request_", [b"not json", b'["nope", []]', b'["kv.get", "k"]', b'["kv.set", ["k", NaN]]',
+                                      b'["kv.set", ["k", ' + b"[" * 20000 + b"]" * 20000 + b"]]", b"\xff\xfe",
+                                      b'["kv.get"]', b"[]", b"{}"])
+def test_malformed_requests_are_refused(request_):
+    caps = InMemoryCapabilities()
+    assert _bridge.Bridge(caps, Limits()).handle(request_) == b'{"e":"malformed request"}'
+    assert caps.kv == {}
 
 
-# --- WASI imports: the guest's only other way out ----------------------------
+@covers("call", "reply")
+def test_a_request_over_the_cap_is_refused_unread(run, caps):
+    io = _wasi.RunIO(float("inf"), 0, 0, 10, lambda request: 1 / 0)  # a read would fail
+    io.memory = _host_memory(bytearray(8))
+    assert _wasi.host_call(io, 2**31, 11) == len(b'{"e":"request too large"}')
+    _wasi.host_reply(io, 0, 8)
+    assert bytes(io.memory.read(0, 8)) == b'{"e":"re'
 
-@covers("clock_time_get", "environ_get", "environ_sizes_get", "fd_fdstat_get", "fd_prestat_get",
-        "fd_prestat_dir_name", "path_open", "fd_read", "fd_seek", "fd_write", "fd_close",
-        "poll_oneoff", "proc_exit", "fd_fdstat_set_flags", "fd_readdir", "path_filestat_get",
-        "path_create_directory", "path_remove_directory", "path_rename", "path_unlink_file",
-        "path_filestat_set_times")
+
+@covers("log")
+def test_logs_are_read_only_up_to_the_cap():
+    io = _wasi.RunIO(float("inf"), 4, 0, 0, None)
+    io.memory = _host_memory(bytearray(b"abcdef"))
+    _wasi.host_log(io, 0, 2**31)  # reading that much would fault: only the room is read
+    assert (bytes(io.logs), io.logs_truncated) == (b"abcd", True)
+
+
+# --- WASI imports: refusals, and a clock ----------------------------------------
+
+@covers("clock_time_get", "fd_close", "fd_fdstat_get", "fd_seek", "fd_write", "proc_exit", "idle")
 def test_wasi_imports_are_covered_by_the_run_and_hostile_suites():
-    """Every run uses the clock, environ, fdstat/prestat, path_open/fd_read/fd_seek
-    (loading /script.js) and fd_write; poll_oneoff and proc_exit are exercised by
-    the hostile suite (sleep, timer, exit); the path_* and fd_readdir refusals by
-    test_builtin_qjs_modules_have_no_authority.  This test pins the list."""
+    """Every run reads the clock; the fd_* refusals are pinned by test_sandbox_boundary
+    (no descriptor exists), proc_exit by test_exit_stops_the_run, idle by the hostile
+    suite (never_settles).  This test pins the list."""
     assert set(_wasi.IMPORTS) == {
-        "clock_time_get", "environ_get", "environ_sizes_get", "fd_fdstat_get", "fd_prestat_get",
-        "fd_prestat_dir_name", "path_open", "fd_read", "fd_seek", "fd_write", "fd_close",
-        "poll_oneoff", "proc_exit", "fd_fdstat_set_flags", "fd_readdir", "path_filestat_get",
-        "path_create_directory", "path_remove_directory", "path_rename", "path_unlink_file",
-        "path_filestat_set_times"}
+        ("wasi_snapshot_preview1", name) for name in
+        ("clock_time_get", "fd_close", "fd_fdstat_get", "fd_seek", "fd_write", "proc_exit")} | {
+        ("almanac", name) for name in ("call", "reply", "log", "finish", "idle")}
+
+
+def test_exit_stops_the_run():
+    io = _wasi.RunIO(float("inf"), 0, 0, 0, None)
+    with pytest.raises(_wasi.HostExit):
+        _wasi.proc_exit(io, 0)
+    assert io.exit_reason == "exit"
+
+
+def test_the_registry_is_the_protocol():
+    # The bridge's ops, the forwarding proxy and the pool's methods all derive from REGISTRY.
+    protocol = {name for name in vars(Capabilities) if not name.startswith("_")}
+    assert {c.method for c in REGISTRY} == protocol == set(_poolworker.CAP_METHODS)
+    assert set(_bridge.OPS) == {c.op for c in REGISTRY}
+    assert all(callable(getattr(ForwardingCapabilities, name)) for name in protocol)
+
+
+def _host_memory(data: bytearray):
+    buf = (ctypes.c_char * len(data)).from_buffer(data)
+    memory = _native.Memory.__new__(_native.Memory)
+    memory.raw, memory.addr = buf, 0
+    memory.base, memory.size = ctypes.addressof(buf), len(data)
+    return memory
 
 
 def test_every_host_function_has_a_test():
@@ -162,7 +197,7 @@ def test_every_host_function_has_a_test():
     covered = set()
     for args in re.findall(r"@covers\(([^)]*)\)", here):
         covered |= set(re.findall(r'"([^"]+)"', args))
-    registered = set(_bridge.OPS) | set(_wasi.IMPORTS)
+    registered = set(_bridge.OPS) | {name for _, name in _wasi.IMPORTS}
     assert registered - covered == set(), "host functions without a test"
     assert covered - registered - {"malformed"} == set(), "tests for host functions that are gone"
 

@@ -1,0 +1,1 @@
+"""Our QuickJS-NG reactor: its C source (almanac_qjs.c) and its reproducible build (build.py)."""
