@@ -100,7 +100,7 @@ def test_the_capabilities_cannot_be_used_to_send_other_operations(run, caps):
 def test_the_host_has_no_descriptor_to_offer(fd):
     # What wasi-libc still imports is answered with EBADF for every descriptor.
     io = _wasi.RunIO(float("inf"), 0, 0, 0, None)
-    for (module, name), (func, params, _) in _wasi.IMPORTS.items():
+    for (_module, name), (func, params, _) in _wasi.IMPORTS.items():
         if name.startswith("fd_"):
             assert func(io, fd, *[0] * (len(params) - 1)) == _wasi.EBADF, name
     assert not any(name.startswith(("path_", "fd_read", "poll_", "environ", "fd_prestat"))
