@@ -35,11 +35,33 @@ def dumps(value: Any) -> str:
 # -- scripts ------------------------------------------------------------------------------
 
 
-def check_source(runner: Any, source: str) -> None:
+# Appended to a source that parses: a module may have one default export, so the probe parses
+# again only when the script has none of its own (`export default ...` or `export {f as default}`).
+_DEFAULT_PROBE = "\n;export default 0;\n"
+
+
+def source_problem(runner: Any, source: str) -> tuple[str, int | None, int | None] | None:
+    """(message, line, column) of what keeps `source` from being a script, or None.
+
+    Both checks go through the runner's own parser: first the syntax, then whether the
+    module has a default export (a script without one would only fail when run).
+    """
     problem = runner.check_syntax(source)
     if problem is not None:
         message, line, column = problem
-        raise ScriptSyntaxError(f"The script does not parse: {message}", details={"line": line, "column": column})
+        return f"The script does not parse: {message}", line, column
+    if runner.check_syntax(source + _DEFAULT_PROBE) is None and runner.check_syntax(_DEFAULT_PROBE * 2):
+        # (the second call: only a runner whose parser refuses two default exports can tell)
+        return ("The script has no default export: write "
+                "`export default async function (event) { ... }`.", 1, 1)
+    return None
+
+
+def check_source(runner: Any, source: str) -> None:
+    problem = source_problem(runner, source)
+    if problem is not None:
+        message, line, column = problem
+        raise ScriptSyntaxError(message, details={"line": line, "column": column})
 
 
 def create_script(s: Session, runner: Any, name: str, source: str, timeout_ms: int, memory_mb: int,

@@ -61,6 +61,17 @@ class ScriptOut(BaseModel):
     updated_at: datetime
 
 
+class ScriptCheckIn(Strict):
+    source: str = Field(max_length=SOURCE_MAX, description="The script's source, as it would be saved.")
+
+
+class ScriptCheckOut(BaseModel):
+    ok: bool = Field(description="True when the source parses and has a default export.")
+    message: str | None = Field(default=None, description="What is wrong, for a person.")
+    line: int | None = Field(default=None, description="1-based line of the problem.")
+    column: int | None = Field(default=None, description="1-based column of the problem.")
+
+
 class RunNowIn(Strict):
     payload: Payload = None
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from almanac.errors import NotFound
 from almanac.platform import service
-from almanac.web.api.schemas_scheduler import RunNowIn, RunOut, ScriptIn, ScriptOut, ScriptPatch, run_out
+from almanac.web.api.schemas_scheduler import (
+    RunNowIn, RunOut, ScriptCheckIn, ScriptCheckOut, ScriptIn, ScriptOut, ScriptPatch, run_out,
+)
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/scripts", tags=["scripts"], read="viewer", write="admin")
@@ -33,6 +35,21 @@ def create_script(body: ScriptIn, session: TenantSession, services: ServicesDep)
     script = service.create_script(session, services.runner, body.name, body.source, body.timeout_ms,
                                    body.memory_mb, services.clock.now())
     return _out(session, script, with_source=True)
+
+
+@router.post("/check", summary="Check a script without saving it")
+def check_script(body: ScriptCheckIn, services: ServicesDep) -> ScriptCheckOut:
+    """Parses the source with the sandbox's own parser and checks that it has a default export,
+    as saving does; answers 200 either way, with the first problem and its line and column."""
+    return check_answer(services.runner, body.source)
+
+
+def check_answer(runner: object, source: str) -> ScriptCheckOut:
+    problem = service.source_problem(runner, source)
+    if problem is None:
+        return ScriptCheckOut(ok=True)
+    message, line, column = problem
+    return ScriptCheckOut(ok=False, message=message, line=line, column=column)
 
 
 @router.get("/{script_id}")

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError as PydanticError
 from sqlalchemy import select
 from starlette.datastructures import UploadFile
@@ -20,7 +20,9 @@ from almanac.errors import AlmanacError, NotFound
 from almanac.platform import service
 from almanac.platform.models import Script, ScriptVersion
 from almanac.web.api import scripts as scripts_api
-from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptIn
+from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptCheckIn, ScriptIn
+from almanac.web.errors import envelope
+from almanac.web.views import script_extras as extras
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
 )
@@ -42,8 +44,29 @@ def scripts_page(request: Request, principal: PagePrincipal, services: ServicesD
 
 
 @router.get("/scripts/new")
-def new_script_page(request: Request, principal: PagePrincipal) -> Response:
-    return render(request, "script_form.html", script=None, form=_form_values(source=STARTER))
+def new_script_page(request: Request, principal: PagePrincipal, template: str | None = None) -> Response:
+    chosen = extras.starter(template)
+    values = _form_values(source=chosen.source if chosen else STARTER, name=chosen.slug if chosen else "")
+    return _form_page(request, None, values, payload=chosen.payload if chosen else "{}", template=chosen)
+
+
+def _form_page(request: Request, script: Script | None, values: dict[str, Any], status_code: int = 200,
+               **context: Any) -> Response:
+    """The script form with the editor's extras: completion table, reference panel, starter templates."""
+    return render(request, "script_form.html", status_code=status_code, script=script, form=values,
+                  starters=extras.STARTERS, reference=extras.api_table(), completion=extras.completion_json(),
+                  **context)
+
+
+@router.post("/scripts/check")
+async def check_source(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    """The editor's syntax check as one types: `{source}` in, the API's check answer out (JSON)."""
+    try:
+        body = ScriptCheckIn.model_validate_json(await request.body())
+    except PydanticError as exc:
+        return envelope(422, "validation_error", validation_message(exc))
+    answer = scripts_api.check_answer(services.runner, body.source)
+    return JSONResponse(answer.model_dump(), headers={"Cache-Control": "no-store"})
 
 
 def _form_values(**given: Any) -> dict[str, Any]:
@@ -70,14 +93,13 @@ def _validated(values: dict[str, Any]) -> ScriptIn:
 def _refused(request: Request, script: Any, values: dict[str, Any], exc: Exception) -> Response:
     """The form again, with the reason in an alert and, for a syntax error, its line marked."""
     if isinstance(exc, PydanticError):
-        return render(request, "script_form.html", status_code=422, script=script, form=values,
-                      error=validation_message(exc))
+        return _form_page(request, script, values, 422, error=validation_message(exc))
     assert isinstance(exc, AlmanacError)
     details = exc.details or {}
     line, column = details.get("line"), details.get("column")
     where = f"Line {line}" + (f", column {column}" if column else "") + ": " if line else ""
-    return render(request, "script_form.html", status_code=exc.status, script=script, form=values,
-                  error=where + exc.message, error_line=line)
+    return _form_page(request, script, values, exc.status, error=where + exc.message, error_line=line,
+                      error_message=exc.message)
 
 
 @router.post("/scripts/new")
@@ -103,11 +125,14 @@ def _load(services: ServicesDep, principal: PagePrincipal, script_id: int) -> tu
 
 
 @router.get("/scripts/{script_id}")
-def script_page(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+def script_page(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep,
+                template: str | None = None) -> Response:
+    """The script in the editor; `?template=` puts a starter in the editor instead (saved only on Save)."""
     script, source = _load(services, principal, script_id)
-    values = _form_values(name=script.name, source=source, timeout_ms=str(script.timeout_ms),
-                          memory_mb=str(script.memory_mb))
-    return render(request, "script_form.html", script=script, form=values, payload="{}")
+    chosen = extras.starter(template)
+    values = _form_values(name=script.name, source=chosen.source if chosen else source,
+                          timeout_ms=str(script.timeout_ms), memory_mb=str(script.memory_mb))
+    return _form_page(request, script, values, payload=chosen.payload if chosen else "{}", template=chosen)
 
 
 @router.post("/scripts/{script_id}")
@@ -151,8 +176,7 @@ def _run_answer(request: Request, principal: PagePrincipal, services: ServicesDe
     script, source = _load(services, principal, script_id)
     values = _form_values(name=script.name, source=source, timeout_ms=str(script.timeout_ms),
                           memory_mb=str(script.memory_mb))
-    return render(request, "script_form.html", status_code=status, script=script, form=values, payload=payload,
-                  result=result)
+    return _form_page(request, script, values, status, payload=payload, result=result)
 
 
 @router.get("/scripts/{script_id}/versions")

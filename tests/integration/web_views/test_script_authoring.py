@@ -1,0 +1,102 @@
+"""The script editor's server side: syntax check as one types, default export enforced,
+starter templates, the reference panel from the generated table, editor bundle only where needed."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from almanac.web.views import script_extras
+
+GOOD = "export default async function (event) {\n  return {n: event.payload};\n}\n"
+NO_DEFAULT = "export async function run(event) {\n  return 1;\n}\n"
+
+
+def _check(b, source, **headers):
+    return b.client.post("/scripts/check", content=json.dumps({"source": source}),
+                         headers={"Content-Type": "application/json", "X-CSRF-Token": b.csrf, **headers})
+
+
+def test_check_answers_with_the_servers_parser(signed_in):
+    b = signed_in("admin")
+    b.get("/scripts/new")
+    assert _check(b, GOOD).json() == {"ok": True, "message": None, "line": None, "column": None}
+    broken = _check(b, "export default function () {\n  return 1 +;\n}\n").json()
+    assert broken["ok"] is False and broken["line"] == 2 and "does not parse" in broken["message"]
+    missing = _check(b, NO_DEFAULT).json()
+    assert missing["ok"] is False and "no default export" in missing["message"] and missing["line"] == 1
+    # `export {f as default}` is a default export too: the probe uses the parser, not a regex.
+    assert _check(b, "function f() {}\nexport {f as default};\n").json()["ok"] is True
+    # Text that only looks like an export does not count.
+    assert _check(b, "// export default x\nconst s = 'export default 1';\n").json()["ok"] is False
+
+
+def test_check_refuses_bad_bodies_and_other_roles(signed_in):
+    b = signed_in("admin")
+    b.get("/scripts/new")
+    bad = b.client.post("/scripts/check", content=b"{nope", headers={"Content-Type": "application/json",
+                                                                    "X-CSRF-Token": b.csrf})
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "validation_error"
+    assert _check(b, GOOD, **{"X-CSRF-Token": "forged"}).status_code == 403
+    editor = signed_in("editor")
+    editor.get("/")
+    assert _check(editor, GOOD).status_code == 403
+
+
+def test_a_script_without_default_export_is_refused_on_save(signed_in, api):
+    b = signed_in("admin")
+    b.get("/scripts/new")
+    page = b.post("/scripts/new", {"name": "nodefault", "source": NO_DEFAULT, "timeout_ms": "1000",
+                                   "memory_mb": "32"})
+    assert page.status_code == 422 and "no default export" in page.text and 'role="alert"' in page.text
+    client = api("admin")
+    answer = client.post("/api/v1/scripts", json={"name": "nodefault", "source": NO_DEFAULT})
+    assert answer.status_code == 422 and answer.json()["error"]["code"] == "script_syntax_error"
+    assert answer.json()["error"]["details"] == {"line": 1, "column": 1}
+    checked = client.post("/api/v1/scripts/check", json={"source": NO_DEFAULT})
+    assert checked.status_code == 200 and checked.json()["ok"] is False
+
+
+def test_every_starter_template_is_a_valid_script(services):
+    for starter in script_extras.STARTERS:
+        assert services.runner.check_syntax(starter.source) is None, starter.slug
+        from almanac.platform.service import source_problem
+
+        assert source_problem(services.runner, starter.source) is None, starter.slug
+        json.loads(starter.payload)
+
+
+def test_a_template_fills_the_editor_and_the_payload(signed_in):
+    b = signed_in("admin")
+    page = b.get("/scripts/new?template=check-again-later").text
+    assert "MAX_CHECKS" in page and "almanac.schedule.at" in page
+    assert '<option value="check-again-later" selected>' in page
+    assert b.get("/scripts/new?template=no-such").status_code == 200  # unknown: the plain starter
+
+
+def test_reference_and_completion_come_from_the_generated_table(signed_in):
+    b = signed_in("admin")
+    page = b.get("/scripts/new").text
+    table = script_extras.api_table()
+    reference = page[page.index('aria-label="Reference"'):]
+    for capability in table["capabilities"]:
+        assert f"<code>{capability['name']}" in reference, capability["name"]
+    for field in table["event_fields"]:
+        assert f"event.{field['name']}" in reference
+    embedded = re.search(r'<script type="application/json" id="almanac-api">(.*?)</script>', page, re.S)
+    tree = json.loads(embedded.group(1))["globals"]
+    assert set(tree["almanac"]["children"]) >= {"kv", "emit", "schedule", "secrets"}
+    assert set(tree["almanac"]["children"]["kv"]["children"]) == {"get", "set", "delete", "list"}
+    assert "fetch" in tree and "log" in tree["console"]["children"] and "payload" in tree["event"]["children"]
+
+
+def test_the_editor_bundle_loads_only_on_script_pages(signed_in):
+    b = signed_in("admin")
+    script_url = b.post("/scripts/new", {"name": "plain", "source": GOOD, "timeout_ms": "1000",
+                                         "memory_mb": "32"}).headers["location"]
+    for path in ("/scripts/new", script_url):
+        assert '<script src="/static/editor/editor.js" defer></script>' in b.get(path).text, path
+    for path in ("/", "/schedules", "/schedules/new", "/jobs", "/runs", "/scripts", script_url + "/versions"):
+        assert "editor.js" not in b.get(path).text, path
+    bundle = b.get("/static/editor/editor.js")
+    assert bundle.status_code == 200 and "EditorView" not in bundle.text[:10]  # minified, present
