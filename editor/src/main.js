@@ -22,6 +22,12 @@ function csrfToken() {
   }
 }
 
+// The page's CSP admits the editor's own <style> elements by this answer's nonce.
+function styleNonce() {
+  const meta = document.querySelector('meta[name="style-nonce"]');
+  return meta ? meta.getAttribute("content") : "";
+}
+
 // The completion table (generated from the capability registry) as a tree of names.
 function completionSource(table) {
   return (context) => {
@@ -72,8 +78,9 @@ function serverLinter(url, status) {
       status.className = "hint syntax-ok";
       return [];
     }
-    const problem = answer.problem || (answer.error && answer.error.details) || {};
-    const message = problem.message || (answer.error && answer.error.message) || "The script does not parse.";
+    // {ok, message, line, column}, or an error envelope (expired session, too large a source).
+    const problem = answer.error ? { message: answer.error.message } : answer;
+    const message = problem.message || "The script does not parse.";
     const where = problem.line ? "Line " + problem.line + (problem.column ? ", column " + problem.column : "") + ": " : "";
     status.textContent = where + message;
     status.className = "hint syntax-bad";
@@ -117,6 +124,7 @@ function mount(area) {
           "aria-labelledby": label ? label.id : "", "aria-multiline": "true", role: "textbox",
         }),
         sync,
+        EditorView.cspNonce.of(styleNonce()),
       ],
     }),
   });

@@ -8,6 +8,7 @@ so a page and a program see exactly the same behaviour.
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 from fastapi import Request
@@ -24,7 +25,7 @@ from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptCheckI
 from almanac.web.errors import envelope
 from almanac.web.views import script_extras as extras
 from almanac.web.views.common import (
-    PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
+    SECURITY_HEADERS, PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
 )
 
 router = page_router(read="admin", write="admin")
@@ -52,10 +53,19 @@ def new_script_page(request: Request, principal: PagePrincipal, template: str | 
 
 def _form_page(request: Request, script: Script | None, values: dict[str, Any], status_code: int = 200,
                **context: Any) -> Response:
-    """The script form with the editor's extras: completion table, reference panel, starter templates."""
-    return render(request, "script_form.html", status_code=status_code, script=script, form=values,
-                  starters=extras.STARTERS, reference=extras.api_table(), completion=extras.completion_json(),
-                  **context)
+    """The script form with the editor's extras: completion table, reference panel, starter templates.
+
+    The editor (CodeMirror) writes its styles into <style> elements; this page alone lets
+    exactly those in, by a nonce made for this answer (EditorView.cspNonce), not 'unsafe-inline'.
+    """
+    nonce = secrets.token_urlsafe(16)
+    response = render(request, "script_form.html", status_code=status_code, script=script, form=values,
+                      starters=extras.STARTERS, reference=extras.api_table(), completion=extras.completion_json(),
+                      style_nonce=nonce, **context)
+    policy = SECURITY_HEADERS["Content-Security-Policy"]
+    response.headers["Content-Security-Policy"] = policy.replace("style-src 'self'",
+                                                                 f"style-src 'self' 'nonce-{nonce}'")
+    return response
 
 
 @router.post("/scripts/check")
