@@ -104,3 +104,30 @@ def test_without_javascript_the_textarea_is_the_editor(chromium, live):
         expect(page.get_by_role("heading", name=re.compile("no-js"))).to_be_visible()
     finally:
         context.close()
+
+
+def test_versions_side_by_side_and_restore(page, live):
+    import httpx
+
+    v1 = "export default async function (event) {\n  const n = 1;\n  return {n};\n}\n"
+    v2 = "export default async function (event) {\n  const n = 2;\n  console.log(n);\n  return {n};\n}\n"
+    with httpx.Client(base_url=live["base"], headers={"Authorization": f"Bearer {live['token']}"}) as api:
+        script_id = api.post("/api/v1/scripts", json={"name": "versioned", "source": v1}).json()["id"]
+        assert api.put(f"/api/v1/scripts/{script_id}", json={"source": v2}).status_code == 200
+    sign_in(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"/scripts/{script_id}/versions")
+    expect(page.get_by_role("cell", name="token setup").first).to_be_visible()
+    page.get_by_label("From version").select_option("1")
+    page.get_by_label("To version").select_option("2")
+    page.get_by_role("button", name="Compare side by side").click()
+    diff = page.get_by_role("region", name="Differences")
+    expect(diff.locator("tr.changed td.l")).to_have_text("  const n = 1;")
+    expect(diff.locator("tr.changed td.r")).to_have_text("  const n = 2;")
+    expect(diff.locator("tr.added td.r")).to_have_text("  console.log(n);")
+    shot(page, "versions-diff-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "versions-diff-390")
+    page.get_by_role("button", name="Restore v1").click()
+    expect(page.get_by_role("status").filter(has_text="restored as version 3")).to_be_visible()
+    expect(_editor(page)).to_contain_text("const n = 1;")

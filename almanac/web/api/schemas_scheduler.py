@@ -72,6 +72,13 @@ class ScriptCheckOut(BaseModel):
     column: int | None = Field(default=None, description="1-based column of the problem.")
 
 
+class ScriptVersionOut(BaseModel):
+    version: int = Field(description="1 for the first save; each saved change of source adds one.")
+    author: str | None = Field(description="Who saved it: a person's email or an API token's name.")
+    created_at: datetime = Field(description="When it was saved.")
+    source: str = Field(description="The source of this version.")
+
+
 class RunNowIn(Strict):
     payload: Payload = None
 

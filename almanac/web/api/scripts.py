@@ -6,8 +6,10 @@ from __future__ import annotations
 from almanac.errors import NotFound
 from almanac.platform import service
 from almanac.web.api.schemas_scheduler import (
-    RunNowIn, RunOut, ScriptCheckIn, ScriptCheckOut, ScriptIn, ScriptOut, ScriptPatch, run_out,
+    RunNowIn, RunOut, ScriptCheckIn, ScriptCheckOut, ScriptIn, ScriptOut, ScriptPatch, ScriptVersionOut, run_out,
 )
+from almanac.tenants.auth import Principal
+from almanac.tenants.models import ApiToken
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/scripts", tags=["scripts"], read="viewer", write="admin")
@@ -30,10 +32,20 @@ def list_scripts(session: TenantSession) -> list[ScriptOut]:
     return [_out(session, s) for s in session.execute(select(Script).order_by(Script.id)).scalars()]
 
 
+def author_of(principal: Principal, services: ServicesDep) -> str:
+    """Who saves a version: the person's email, or the token's name."""
+    if principal.email:
+        return principal.email
+    with services.db.shared_session() as shared:
+        token = shared.get(ApiToken, principal.token_id) if principal.token_id else None
+        return f"token {token.name}" if token is not None else "a token"
+
+
 @router.post("", status_code=201)
-def create_script(body: ScriptIn, session: TenantSession, services: ServicesDep) -> ScriptOut:
+def create_script(body: ScriptIn, session: TenantSession, services: ServicesDep,
+                  principal: CurrentPrincipal) -> ScriptOut:
     script = service.create_script(session, services.runner, body.name, body.source, body.timeout_ms,
-                                   body.memory_mb, services.clock.now())
+                                   body.memory_mb, services.clock.now(), author_of(principal, services))
     return _out(session, script, with_source=True)
 
 
@@ -58,10 +70,29 @@ def get_script(script_id: int, session: TenantSession) -> ScriptOut:
 
 
 @router.put("/{script_id}")
-def update_script(script_id: int, body: ScriptPatch, session: TenantSession, services: ServicesDep) -> ScriptOut:
+def update_script(script_id: int, body: ScriptPatch, session: TenantSession, services: ServicesDep,
+                  principal: CurrentPrincipal) -> ScriptOut:
+    """A changed source becomes a new version; PUT an old version's source to restore it as a new one."""
     changes = body.model_dump(exclude_unset=True)
-    script = service.update_script(session, services.runner, script_id, changes, services.clock.now())
+    script = service.update_script(session, services.runner, script_id, changes, services.clock.now(),
+                                   author_of(principal, services))
     return _out(session, script, with_source=True)
+
+
+def version_out(version: object) -> ScriptVersionOut:
+    return ScriptVersionOut(version=version.version, author=version.author, created_at=version.created_at,
+                            source=version.source)
+
+
+@router.get("/{script_id}/versions", summary="Every version of a script")
+def list_versions(script_id: int, session: TenantSession) -> list[ScriptVersionOut]:
+    """Newest first: each version's source, who saved it and when."""
+    return [version_out(v) for v in service.script_versions(session, script_id)]
+
+
+@router.get("/{script_id}/versions/{version}", summary="One version of a script")
+def get_version(script_id: int, version: int, session: TenantSession) -> ScriptVersionOut:
+    return version_out(service.script_version(session, script_id, version))
 
 
 @router.delete("/{script_id}", status_code=204)

@@ -19,7 +19,7 @@ from starlette.datastructures import UploadFile
 
 from almanac.errors import AlmanacError, NotFound
 from almanac.platform import service
-from almanac.platform.models import Script, ScriptVersion
+from almanac.platform.models import Script
 from almanac.web.api import scripts as scripts_api
 from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptCheckIn, ScriptIn
 from almanac.web.errors import envelope
@@ -119,7 +119,7 @@ async def create_script(request: Request, principal: PagePrincipal, services: Se
         body = _validated(values)
         with tenant_db(services, principal) as session:
             script = service.create_script(session, services.runner, body.name, body.source, body.timeout_ms,
-                                           body.memory_mb, services.clock.now())
+                                           body.memory_mb, services.clock.now(), principal.email)
             session.flush()
             script_id = script.id
     except (PydanticError, AlmanacError) as exc:
@@ -157,7 +157,7 @@ async def update_script(request: Request, script_id: int, principal: PagePrincip
             changes["source"] = body.source  # only a changed source makes a new version
         with tenant_db(services, principal) as session:
             version = service.update_script(session, services.runner, script_id, changes,
-                                            services.clock.now()).current_version
+                                            services.clock.now(), principal.email).current_version
     except (PydanticError, AlmanacError) as exc:
         return _refused(request, script, values, exc)
     flash(request, f"Saved; the current version is {version}.")
@@ -191,15 +191,38 @@ def _run_answer(request: Request, principal: PagePrincipal, services: ServicesDe
 
 @router.get("/scripts/{script_id}/versions")
 def versions_page(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep,
-                  v: int | None = None) -> Response:
+                  v: int | None = None, a: int | None = None, b: int | None = None) -> Response:
+    """Every version (who saved it, when); one shown (`v`), or two side by side (`a` and `b`)."""
     with tenant_db(services, principal) as session:
         script = service.get_script(session, script_id)
-        versions = list(session.execute(select(ScriptVersion).where(ScriptVersion.script_id == script_id)
-                                        .order_by(ScriptVersion.version.desc())).scalars())
-    shown = next((ver for ver in versions if ver.version == (v or script.current_version)), None)
-    if v is not None and shown is None:
-        raise NotFound(f"Script {script.name} has no version {v}.")
-    return render(request, "script_versions.html", script=script, versions=versions, shown=shown)
+        versions = service.script_versions(session, script_id)
+    by_number = {ver.version: ver for ver in versions}
+    wanted = [n for n in (v, a, b) if n is not None]
+    if any(n not in by_number for n in wanted):
+        raise NotFound(f"Script {script.name} has no version {next(n for n in wanted if n not in by_number)}.")
+    diff = None
+    if a is not None and b is not None:
+        diff = extras.side_by_side(by_number[a].source, by_number[b].source)
+    shown = None if diff is not None else by_number.get(v or script.current_version)
+    return render(request, "script_versions.html", script=script, versions=versions, shown=shown, diff=diff,
+                  left=by_number.get(a) if diff is not None else None,
+                  right=by_number.get(b) if diff is not None else None)
+
+
+@router.post("/scripts/{script_id}/versions/{version}/restore")
+def restore_version(request: Request, script_id: int, version: int, principal: PagePrincipal,
+                    services: ServicesDep) -> Response:
+    """An old version's source saved again, as a new version (history is never rewritten)."""
+    with tenant_db(services, principal) as session:
+        old = service.script_version(session, script_id, version)
+        script = service.get_script(session, script_id)
+        if version == script.current_version:
+            flash(request, f"Version {version} is the current version already.", "bad")
+            return redirect(f"/scripts/{script_id}/versions")
+        new = service.update_script(session, services.runner, script_id, {"source": old.source},
+                                    services.clock.now(), principal.email).current_version
+    flash(request, f"Version {version} restored as version {new}.")
+    return redirect(f"/scripts/{script_id}")
 
 
 @router.get("/scripts/{script_id}/delete")

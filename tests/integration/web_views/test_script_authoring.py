@@ -100,3 +100,41 @@ def test_the_editor_bundle_loads_only_on_script_pages(signed_in):
         assert "editor.js" not in b.get(path).text, path
     bundle = b.get("/static/editor/editor.js")
     assert bundle.status_code == 200 and "EditorView" not in bundle.text[:10]  # minified, present
+
+
+def test_versions_show_author_diff_side_by_side_and_restore(signed_in):
+    b = signed_in("admin")
+    b.get("/scripts/new")
+    url = b.post("/scripts/new", {"name": "versioned", "source": GOOD, "timeout_ms": "1000",
+                                  "memory_mb": "32"}).headers["location"]
+    b.get(url)
+    changed = GOOD.replace("return {n: event.payload};", "const twice = 2;\n  return {n: event.payload * twice};")
+    assert b.post(url, {"name": "versioned", "source": changed, "timeout_ms": "1000", "memory_mb": "32"}).status_code == 303
+    page = b.get(url + "/versions").text
+    assert f"admin@{b.tenant}.test" in page and "Restore v1" in page and "Restore v2" not in page
+    diff = b.get(url + "/versions?a=1&b=2").text
+    assert 'aria-label="Differences"' in diff
+    assert re.search(r'<tr class="changed">.*?<del>  return \{n: event.payload\};</del>.*?'
+                     r'<ins>  const twice = 2;</ins>', diff, re.S)
+    assert re.search(r'<tr class="added">.*?<ins>  return \{n: event.payload \* twice\};</ins>', diff, re.S)
+    assert b.get(url + "/versions?a=1&b=9").status_code == 404
+    restored = b.post(url + "/versions/1/restore")
+    assert restored.status_code == 303
+    assert "Version 1 restored as version 3" in b.get(url).text
+    assert "return {n: event.payload};" in b.get(url + "/versions?v=3").text
+    assert b.post(url + "/versions/3/restore").status_code == 303  # current: refused with a notice
+    assert "current version already" in b.get(url + "/versions").text
+    assert b.post(url + "/versions/99/restore").status_code == 404
+
+
+def test_versions_api_lists_source_author_and_time(api):
+    client = api("admin")
+    created = client.post("/api/v1/scripts", json={"name": "v-api", "source": GOOD}).json()
+    client.put(f"/api/v1/scripts/{created['id']}", json={"source": GOOD.replace("payload", "attempt")})
+    versions = client.get(f"/api/v1/scripts/{created['id']}/versions").json()
+    assert [v["version"] for v in versions] == [2, 1]
+    assert versions[0]["author"].startswith("token ") and "attempt" in versions[0]["source"]
+    one = client.get(f"/api/v1/scripts/{created['id']}/versions/1")
+    assert one.status_code == 200 and one.json()["source"] == GOOD and one.json()["created_at"]
+    missing = client.get(f"/api/v1/scripts/{created['id']}/versions/7")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
