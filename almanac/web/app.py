@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from almanac import __version__
 from almanac.settings import Settings, get_settings
-from almanac.web import errors, ops
+from almanac.web import docs, errors, openapi_text, ops
 from almanac.worker import Services, build_services
 
 log = logging.getLogger("almanac.web")
@@ -52,7 +52,8 @@ def create_app(
         finally:
             services.close()
 
-    app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan)
+    app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    docs.install(app)  # /docs and /redoc from packaged assets: no CDN
     app.state.services = services
     app.state.settings = settings
     views = _views()
@@ -62,4 +63,5 @@ def create_app(
         app.include_router(router, prefix=API_PREFIX)
     if hasattr(views, "setup"):
         views.setup(app, services)
+    openapi_text.install(app)
     return app

@@ -138,3 +138,24 @@ def test_versions_api_lists_source_author_and_time(api):
     assert one.status_code == 200 and one.json()["source"] == GOOD and one.json()["created_at"]
     missing = client.get(f"/api/v1/scripts/{created['id']}/versions/7")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+
+
+def test_docs_and_redoc_load_only_local_assets(app):
+    from fastapi.testclient import TestClient
+
+    client = TestClient(app)
+    for path in ("/docs", "/redoc"):
+        html = client.get(path).text
+        assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+        assert assets and all(a.startswith("/docs-assets/") for a in assets), (path, assets)
+        assert "cdn" not in html.lower() and "fonts.googleapis" not in html
+        for asset in assets:
+            answer = client.get(asset)
+            assert answer.status_code == 200 and len(answer.content) > 1000, asset
+
+
+def test_every_operation_has_a_summary_and_a_description(app):
+    missing = [f"{method.upper()} {path}" for path, operations in app.openapi()["paths"].items()
+               for method, operation in operations.items()
+               if not operation.get("summary") or not operation.get("description")]
+    assert missing == []
