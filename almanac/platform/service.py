@@ -320,9 +320,12 @@ def kv_delete(s: Session, key: str) -> None:
     s.delete(kv_get(s, key))
 
 
-def kv_list(s: Session, prefix: str, limit: int = 1000) -> list[KV]:
+def kv_list(s: Session, prefix: str, limit: int = 1000, after: str | None = None) -> list[KV]:
+    """Keys starting with `prefix` in key order; `after` continues a page past that key."""
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    query = select(KV).where(KV.key.like(escaped + "%", escape="\\")).order_by(KV.key).limit(limit)
-    return list(s.execute(query).scalars())
+    query = select(KV).where(KV.key.like(escaped + "%", escape="\\"))
+    if after is not None:
+        query = query.where(KV.key > after)
+    return list(s.execute(query.order_by(KV.key).limit(limit)).scalars())
 
 
