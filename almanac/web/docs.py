@@ -24,15 +24,17 @@ def install(app: FastAPI) -> None:
     app.mount(PREFIX, StaticFiles(directory=ASSETS), name="docs-assets")
     title = f"{app.title} API"
 
-    @app.get("/docs", include_in_schema=False)
-    def swagger(request: Request) -> HTMLResponse:
+    # Plain routes, as FastAPI adds its own docs pages: public, outside the API and the page gate.
+    async def swagger(request: Request) -> HTMLResponse:
         return get_swagger_ui_html(openapi_url=app.openapi_url or "/openapi.json", title=title,
                                    swagger_js_url=f"{PREFIX}/swagger-ui-bundle.js",
                                    swagger_css_url=f"{PREFIX}/swagger-ui.css",
                                    swagger_favicon_url=f"{PREFIX}/favicon.png")
 
-    @app.get("/redoc", include_in_schema=False)
-    def redoc(request: Request) -> HTMLResponse:
+    async def redoc(request: Request) -> HTMLResponse:
         return get_redoc_html(openapi_url=app.openapi_url or "/openapi.json", title=title,
                               redoc_js_url=f"{PREFIX}/redoc.standalone.js",
                               redoc_favicon_url=f"{PREFIX}/favicon.png", with_google_fonts=False)
+
+    app.add_route("/docs", swagger, include_in_schema=False)
+    app.add_route("/redoc", redoc, include_in_schema=False)
