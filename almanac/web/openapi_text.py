@@ -98,7 +98,7 @@ def install(app: FastAPI) -> None:
             for path, operations in schema.get("paths", {}).items():
                 for method, operation in operations.items():
                     summary, description = TEXT.get((method, path), (None, None))
-                    if summary and not operation.get("summary"):
+                    if summary:  # FastAPI's own is the handler's name ("Create Script"): ours reads better
                         operation["summary"] = summary
                     if description and not operation.get("description"):
                         operation["description"] = description
