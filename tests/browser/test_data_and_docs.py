@@ -58,3 +58,28 @@ def test_docs_render_without_internet(page, live):
     shot(page, "redoc-390")
     # ReDoc's sidebar footer shows Redocly's logo from their CDN: a picture, refused here, nothing else.
     assert [url for url in outside if not url.startswith("https://cdn.redoc.ly/redoc/logo")] == []
+
+
+def test_calendar_grid_and_filter(page, live):
+    with httpx.Client(base_url=live["base"], headers={"Authorization": f"Bearer {live['token']}"}) as api:
+        for name, rule in (("morning-report", "every weekday at 9am"), ("weekly-sum", "every Monday at 8am")):
+            made = api.post("/api/v1/schedules", json={"name": name, "script_id": live["script_id"], "rule": rule,
+                                                       "timezone": "Europe/Berlin"})
+            assert made.status_code == 201, made.text
+    sign_in(page)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.get_by_role("link", name="Calendar").click()
+    grid = page.get_by_role("table", name="Calendar")
+    expect(grid.get_by_role("link", name="morning-report").first).to_be_visible()
+    expect(grid.get_by_role("link", name="weekly-sum").first).to_be_visible()
+    assert grid.locator("td[data-date]").count() == 28
+    shot(page, "calendar-1280")
+    page.get_by_label("Schedule").select_option(label="weekly-sum")
+    page.get_by_label("Weeks", exact=True).select_option("6")
+    page.get_by_role("button", name="Show").click()
+    expect(grid.locator("td[data-date]")).to_have_count(42)
+    expect(grid.get_by_role("link", name="morning-report")).to_have_count(0)
+    # One a week; this week's is gone once Monday 08:00 Berlin has passed.
+    assert grid.get_by_role("link", name="weekly-sum").count() in (5, 6)
+    page.set_viewport_size({"width": 390, "height": 844})
+    shot(page, "calendar-390")
