@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from almanac.errors import NotFound
 from almanac.platform import service
+from almanac.platform.models import ScriptVersion
 from almanac.web.api.schemas_scheduler import (
     RunNowIn, RunOut, ScriptCheckIn, ScriptCheckOut, ScriptIn, ScriptOut, ScriptPatch, ScriptVersionOut, run_out,
 )
@@ -79,7 +80,7 @@ def update_script(script_id: int, body: ScriptPatch, session: TenantSession, ser
     return _out(session, script, with_source=True)
 
 
-def version_out(version: object) -> ScriptVersionOut:
+def version_out(version: ScriptVersion) -> ScriptVersionOut:
     return ScriptVersionOut(version=version.version, author=version.author, created_at=version.created_at,
                             source=version.source)
 

@@ -90,7 +90,7 @@ def calendar_page(request: Request, principal: PagePrincipal, services: Services
     with tenant_db(services, principal) as session:
         every = service.list_schedules(session)
     zones = sorted({s.timezone for s in every if _zone(s.timezone)} | {"UTC"})
-    shown_zone = _zone(zone) if zone in zones else viewer_zone(request)
+    shown_zone = (_zone(zone) if zone in zones else None) or viewer_zone(request)
     chosen = [s for s in every if s.enabled and (schedule is None or s.id == schedule)]
     grid = build_calendar(chosen, services.clock.now(), shown_zone, weeks)
     return render(request, "calendar.html", grid=grid, weeks=weeks, view=view, schedules=every,

@@ -19,7 +19,7 @@ from starlette.datastructures import UploadFile
 
 from almanac.errors import AlmanacError, NotFound
 from almanac.platform import service
-from almanac.platform.models import Script
+from almanac.platform.models import Event, Script
 from almanac.web.api import scripts as scripts_api
 from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptCheckIn, ScriptIn
 from almanac.web.errors import envelope
@@ -175,7 +175,10 @@ async def run_script(request: Request, script_id: int, principal: PagePrincipal,
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).splitlines()[0]
         return _run_answer(request, principal, services, script_id, payload_text, error=f"Payload is not JSON: {reason}.")
     run = scripts_api.run_script(script_id, principal, services, body)
-    return _run_answer(request, principal, services, script_id, payload_text, run=run)
+    with tenant_db(services, principal) as session:
+        emitted = [{"id": e.id, "topic": e.topic, "data": e.data} for e in session.execute(
+            select(Event).where(Event.run_id == run.id).order_by(Event.id)).scalars()]
+    return _run_answer(request, principal, services, script_id, payload_text, run=run, emitted=emitted)
 
 
 def _run_answer(request: Request, principal: PagePrincipal, services: ServicesDep, script_id: int,
@@ -200,13 +203,12 @@ def versions_page(request: Request, script_id: int, principal: PagePrincipal, se
     wanted = [n for n in (v, a, b) if n is not None]
     if any(n not in by_number for n in wanted):
         raise NotFound(f"Script {script.name} has no version {next(n for n in wanted if n not in by_number)}.")
-    diff = None
-    if a is not None and b is not None:
-        diff = extras.side_by_side(by_number[a].source, by_number[b].source)
+    left = by_number[a] if a is not None and b is not None else None
+    right = by_number[b] if a is not None and b is not None else None
+    diff = extras.side_by_side(left.source, right.source) if left and right else None
     shown = None if diff is not None else by_number.get(v or script.current_version)
     return render(request, "script_versions.html", script=script, versions=versions, shown=shown, diff=diff,
-                  left=by_number.get(a) if diff is not None else None,
-                  right=by_number.get(b) if diff is not None else None)
+                  left=left, right=right)
 
 
 @router.post("/scripts/{script_id}/versions/{version}/restore")

@@ -159,3 +159,19 @@ def test_every_operation_has_a_summary_and_a_description(app):
                for method, operation in operations.items()
                if not operation.get("summary") or not operation.get("description")]
     assert missing == []
+
+
+def test_run_with_payload_shows_the_events_it_emitted(signed_in):
+    b = signed_in("admin")
+    b.get("/scripts/new")
+    cart = script_extras.starter("abandoned-cart")
+    url = b.post("/scripts/new", {"name": "cart", "source": cart.source, "timeout_ms": "5000",
+                                  "memory_mb": "32"}).headers["location"]
+    b.get(url)
+    html = b.post(url + "/run", {"payload": cart.payload}, headers={"HX-Request": "true"}).text
+    assert 'id="run-status">succeeded' in html and '"reminded": true' in html
+    assert re.search(r'<ul id="run-events"><li><a href="/events/\d+">cart.reminder</a>', html)
+    assert "ann@example.com" in html
+    full = b.post(url + "/run", {"payload": '{"cart": "c-9"}'}).text  # no email: the script throws
+    assert 'id="run-status">failed' in full and "the payload needs cart and email" in full
+    assert "Emitted events" in full and "None." in full
