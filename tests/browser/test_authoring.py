@@ -68,6 +68,7 @@ def test_editor_highlights_completes_and_checks_as_one_types(page):
 
 def test_template_save_and_run_with_payload(page):
     sign_in(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.goto("/scripts/new")
     page.get_by_label("Start from a template").select_option("check-again-later")
     page.get_by_role("button", name="Use template").click()
