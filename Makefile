@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 XDIST  ?= auto
 UV_COMPILE := $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes -q
 
-.PHONY: install install-dev run test test-fast lint lock bench clean sandbox-wasm sandbox-wasm-check
+.PHONY: install install-dev run test test-fast lint lock bench clean sandbox-wasm sandbox-wasm-check editor
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Almanac needs Python 3.11+"; exit 1; }
@@ -65,3 +65,10 @@ sandbox-wasm-check: install-dev
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
+
+# The script editor: CodeMirror 6 bundled by esbuild into one committed file, from the exact
+# versions in editor/package-lock.json (`npm ci`); the completion table is generated from the
+# sandbox's capability registry first. People who install never need node.
+editor:
+	$(PYTHON) tools/gen_editor_api.py
+	cd editor && npm ci --no-audit --no-fund && npm run build

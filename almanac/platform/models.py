@@ -77,6 +77,7 @@ class ScriptVersion(TenantBase):
     version: Mapped[int] = mapped_column(Integer)
     source: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    author: Mapped[str | None] = mapped_column(String(320), nullable=True)  # email or token name
 
 
 class KV(TenantBase):

@@ -35,15 +35,37 @@ def dumps(value: Any) -> str:
 # -- scripts ------------------------------------------------------------------------------
 
 
-def check_source(runner: Any, source: str) -> None:
+# Appended to a source that parses: a module may have one default export, so the probe parses
+# again only when the script has none of its own (`export default ...` or `export {f as default}`).
+_DEFAULT_PROBE = "\n;export default 0;\n"
+
+
+def source_problem(runner: Any, source: str) -> tuple[str, int | None, int | None] | None:
+    """(message, line, column) of what keeps `source` from being a script, or None.
+
+    Both checks go through the runner's own parser: first the syntax, then whether the
+    module has a default export (a script without one would only fail when run).
+    """
     problem = runner.check_syntax(source)
     if problem is not None:
         message, line, column = problem
-        raise ScriptSyntaxError(f"The script does not parse: {message}", details={"line": line, "column": column})
+        return f"The script does not parse: {message}", line, column
+    if runner.check_syntax(source + _DEFAULT_PROBE) is None and runner.check_syntax(_DEFAULT_PROBE * 2):
+        # (the second call: only a runner whose parser refuses two default exports can tell)
+        return ("The script has no default export: write "
+                "`export default async function (event) { ... }`.", 1, 1)
+    return None
+
+
+def check_source(runner: Any, source: str) -> None:
+    problem = source_problem(runner, source)
+    if problem is not None:
+        message, line, column = problem
+        raise ScriptSyntaxError(message, details={"line": line, "column": column})
 
 
 def create_script(s: Session, runner: Any, name: str, source: str, timeout_ms: int, memory_mb: int,
-                  now: datetime) -> Script:
+                  now: datetime, author: str | None = None) -> Script:
     check_source(runner, source)
     if s.execute(select(Script.id).where(Script.name == name)).first():
         raise Conflict(f"A script named {name!r} exists already.")
@@ -51,7 +73,7 @@ def create_script(s: Session, runner: Any, name: str, source: str, timeout_ms: i
                     created_at=now, updated_at=now)
     s.add(script)
     s.flush()
-    s.add(ScriptVersion(script_id=script.id, version=1, source=source, created_at=now))
+    s.add(ScriptVersion(script_id=script.id, version=1, source=source, created_at=now, author=author))
     return script
 
 
@@ -67,7 +89,24 @@ def script_source(s: Session, script: Script) -> str:
         ScriptVersion.script_id == script.id, ScriptVersion.version == script.current_version)).scalar_one()
 
 
-def update_script(s: Session, runner: Any, script_id: int, changes: dict[str, Any], now: datetime) -> Script:
+def script_versions(s: Session, script_id: int) -> list[ScriptVersion]:
+    """Every version of a script, newest first (NotFound for no such script)."""
+    get_script(s, script_id)
+    return list(s.execute(select(ScriptVersion).where(ScriptVersion.script_id == script_id)
+                          .order_by(ScriptVersion.version.desc())).scalars())
+
+
+def script_version(s: Session, script_id: int, version: int) -> ScriptVersion:
+    script = get_script(s, script_id)
+    found = s.execute(select(ScriptVersion).where(ScriptVersion.script_id == script_id,
+                                                  ScriptVersion.version == version)).scalar_one_or_none()
+    if found is None:
+        raise NotFound(f"Script {script.name} has no version {version}.")
+    return found
+
+
+def update_script(s: Session, runner: Any, script_id: int, changes: dict[str, Any], now: datetime,
+                  author: str | None = None) -> Script:
     script = get_script(s, script_id)
     if "name" in changes and changes["name"] != script.name:
         if s.execute(select(Script.id).where(Script.name == changes["name"])).first():
@@ -80,7 +119,7 @@ def update_script(s: Session, runner: Any, script_id: int, changes: dict[str, An
         check_source(runner, changes["source"])
         script.current_version += 1
         s.add(ScriptVersion(script_id=script.id, version=script.current_version, source=changes["source"],
-                            created_at=now))
+                            created_at=now, author=author))
     script.updated_at = now
     return script
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from almanac import __version__
 from almanac.settings import Settings, get_settings
-from almanac.web import errors, openapi, ops
+from almanac.web import docs, errors, openapi, ops
 from almanac.web.bodylimit import BodyLimit
 from almanac.worker import Services, build_services
 
@@ -53,8 +53,9 @@ def create_app(
         finally:
             services.close()
 
-    app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan)
+    app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.add_middleware(BodyLimit)  # 413 for bodies over 1 MiB, before they are read whole
+    docs.install(app)  # /docs and /redoc from packaged assets: no CDN
     app.state.services = services
     app.state.settings = settings
     views = _views()
@@ -64,5 +65,5 @@ def create_app(
         app.include_router(router, prefix=API_PREFIX)
     if hasattr(views, "setup"):
         views.setup(app, services)
-    openapi.install(app)
+    openapi.install(app)  # error statuses and the bearer scheme, with each operation's summary and description
     return app

@@ -19,6 +19,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
+from almanac.web import openapi_text
+
 API_PREFIX = "/api/v1"
 WRITES = {"post", "put", "patch", "delete"}
 WITH_BODY = {"post", "put", "patch"}
@@ -75,7 +77,8 @@ def _error_response(status: int) -> dict[str, Any]:
 
 
 def document(app: FastAPI) -> dict[str, Any]:
-    doc = get_openapi(title=app.title, version=app.version, routes=app.routes, description=app.description)
+    doc = get_openapi(title=app.title, version=app.version, routes=app.routes, description=openapi_text.DESCRIPTION)
+    openapi_text.annotate(doc)
     components = doc.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
     schemas["ErrorEnvelope"] = ENVELOPE_SCHEMA

@@ -34,6 +34,8 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PUT", "/api/v1/scripts/{script_id}"): {"source": SCRIPT},
     ("DELETE", "/api/v1/scripts/{script_id}"): None,
     ("POST", "/api/v1/scripts/{script_id}/run"): {"payload": {}},
+    ("GET", "/api/v1/scripts/{script_id}/versions"): None,
+    ("GET", "/api/v1/scripts/{script_id}/versions/{version}"): None,
     ("GET", "/api/v1/targets/{target_id}"): None,
     ("PATCH", "/api/v1/targets/{target_id}"): {"name": "stolen"},
     ("POST", "/api/v1/targets/{target_id}/rotate-secret"): None,
@@ -77,8 +79,8 @@ def _b_objects(b: Any, database: Any = None, now: Any = None) -> dict[str, Any]:
         delivery = b.get("/api/v1/deliveries").json()["items"][0]
         delivery_id, event_id = delivery["id"], delivery["event_id"]
     return {
-        "script_id": script_id, "schedule_id": schedule.json()["id"], "key": "b-job", "key:path": "b-key",
-        "run_id": run.json()["id"], "user_id": member["user_id"],
+        "script_id": script_id, "version": 1, "schedule_id": schedule.json()["id"], "key": "b-job",
+        "key:path": "b-key", "run_id": run.json()["id"], "user_id": member["user_id"],
         "invitation_id": invitation.json()["id"], "token_id": token.json()["id"],
         "target_id": target.json()["id"], "delivery_id": delivery_id, "event_id": event_id,
     }

@@ -99,6 +99,24 @@ class ScriptOut(BaseModel):
     updated_at: datetime
 
 
+class ScriptCheckIn(Strict):
+    source: str = Field(max_length=SOURCE_MAX, description="The script's source, as it would be saved.")
+
+
+class ScriptCheckOut(BaseModel):
+    ok: bool = Field(description="True when the source parses and has a default export.")
+    message: str | None = Field(default=None, description="What is wrong, for a person.")
+    line: int | None = Field(default=None, description="1-based line of the problem.")
+    column: int | None = Field(default=None, description="1-based column of the problem.")
+
+
+class ScriptVersionOut(BaseModel):
+    version: int = Field(description="1 for the first save; each saved change of source adds one.")
+    author: str | None = Field(description="Who saved it: a person's email or an API token's name.")
+    created_at: datetime = Field(description="When it was saved.")
+    source: str = Field(description="The source of this version.")
+
+
 class RunNowIn(Strict):
     payload: Payload = None
 

@@ -8,7 +8,12 @@ from fastapi import Request
 from almanac.web.audit import audit
 from almanac.errors import NotFound
 from almanac.platform import service
-from almanac.web.api.schemas_scheduler import RunNowIn, RunOut, ScriptIn, ScriptOut, ScriptPatch, run_out
+from almanac.platform.models import ScriptVersion
+from almanac.web.api.schemas_scheduler import (
+    RunNowIn, RunOut, ScriptCheckIn, ScriptCheckOut, ScriptIn, ScriptOut, ScriptPatch, ScriptVersionOut, run_out,
+)
+from almanac.tenants.auth import Principal
+from almanac.tenants.models import ApiToken
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/scripts", tags=["scripts"], read="viewer", write="admin")
@@ -31,12 +36,37 @@ def list_scripts(session: TenantSession) -> list[ScriptOut]:
     return [_out(session, s) for s in session.execute(select(Script).order_by(Script.id)).scalars()]
 
 
+def author_of(principal: Principal, services: ServicesDep) -> str:
+    """Who saves a version: the person's email, or the token's name."""
+    if principal.email:
+        return principal.email
+    with services.db.shared_session() as shared:
+        token = shared.get(ApiToken, principal.token_id) if principal.token_id else None
+        return f"token {token.name}" if token is not None else "a token"
+
+
 @router.post("", status_code=201)
-def create_script(body: ScriptIn, session: TenantSession, services: ServicesDep) -> ScriptOut:
+def create_script(body: ScriptIn, session: TenantSession, services: ServicesDep,
+                  principal: CurrentPrincipal) -> ScriptOut:
     script = service.create_script(session, services.runner, body.name, body.source, body.timeout_ms,
-                                   body.memory_mb, services.clock.now())
+                                   body.memory_mb, services.clock.now(), author_of(principal, services))
     audit(session, "script.create", f"script {script.id}", body.model_dump())
     return _out(session, script, with_source=True)
+
+
+@router.post("/check", summary="Check a script without saving it")
+def check_script(body: ScriptCheckIn, services: ServicesDep) -> ScriptCheckOut:
+    """Parses the source with the sandbox's own parser and checks that it has a default export,
+    as saving does; answers 200 either way, with the first problem and its line and column."""
+    return check_answer(services.runner, body.source)
+
+
+def check_answer(runner: object, source: str) -> ScriptCheckOut:
+    problem = service.source_problem(runner, source)
+    if problem is None:
+        return ScriptCheckOut(ok=True)
+    message, line, column = problem
+    return ScriptCheckOut(ok=False, message=message, line=line, column=column)
 
 
 @router.get("/{script_id}")
@@ -45,11 +75,30 @@ def get_script(script_id: int, session: TenantSession) -> ScriptOut:
 
 
 @router.put("/{script_id}")
-def update_script(script_id: int, body: ScriptPatch, session: TenantSession, services: ServicesDep) -> ScriptOut:
+def update_script(script_id: int, body: ScriptPatch, session: TenantSession, services: ServicesDep,
+                  principal: CurrentPrincipal) -> ScriptOut:
+    """A changed source becomes a new version; PUT an old version's source to restore it as a new one."""
     changes = body.model_dump(exclude_unset=True)
-    script = service.update_script(session, services.runner, script_id, changes, services.clock.now())
+    script = service.update_script(session, services.runner, script_id, changes, services.clock.now(),
+                                   author_of(principal, services))
     audit(session, "script.update", f"script {script_id}", {**changes, "version": script.current_version})
     return _out(session, script, with_source=True)
+
+
+def version_out(version: ScriptVersion) -> ScriptVersionOut:
+    return ScriptVersionOut(version=version.version, author=version.author, created_at=version.created_at,
+                            source=version.source)
+
+
+@router.get("/{script_id}/versions", summary="Every version of a script")
+def list_versions(script_id: int, session: TenantSession) -> list[ScriptVersionOut]:
+    """Newest first: each version's source, who saved it and when."""
+    return [version_out(v) for v in service.script_versions(session, script_id)]
+
+
+@router.get("/{script_id}/versions/{version}", summary="One version of a script")
+def get_version(script_id: int, version: int, session: TenantSession) -> ScriptVersionOut:
+    return version_out(service.script_version(session, script_id, version))
 
 
 @router.delete("/{script_id}", status_code=204)

@@ -248,7 +248,7 @@ def render(request: Request, template: str, /, status_code: int = 200, **context
 def _nav(principal: Principal | None) -> list[tuple[str, str]]:
     if principal is None:
         return []
-    items = [("/", "Dashboard"), ("/schedules", "Schedules"), ("/jobs", "Jobs"), ("/runs", "Runs")]
+    items = [("/", "Dashboard"), ("/schedules", "Schedules"), ("/jobs", "Jobs"), ("/runs", "Runs"), ("/calendar", "Calendar"), ("/kv", "Data")]
     if principal.has("admin"):
         items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members"), ("/audit", "Audit")]
     return items

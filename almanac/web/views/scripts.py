@@ -8,22 +8,25 @@ so a page and a program see exactly the same behaviour.
 from __future__ import annotations
 
 import json
+import secrets
 from typing import Any
 
 from fastapi import Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError as PydanticError
 from sqlalchemy import select
 from starlette.datastructures import UploadFile
 
 from almanac.errors import AlmanacError, NotFound
 from almanac.platform import service
-from almanac.platform.models import Script, ScriptVersion
+from almanac.platform.models import Event, Script
 from almanac.web.api import scripts as scripts_api
-from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptIn
+from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptCheckIn, ScriptIn
 from almanac.web.audit import audit
+from almanac.web.errors import envelope
+from almanac.web.views import script_extras as extras
 from almanac.web.views.common import (
-    PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
+    SECURITY_HEADERS, PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
 )
 
 router = page_router(read="admin", write="admin")
@@ -43,8 +46,38 @@ def scripts_page(request: Request, principal: PagePrincipal, services: ServicesD
 
 
 @router.get("/scripts/new")
-def new_script_page(request: Request, principal: PagePrincipal) -> Response:
-    return render(request, "script_form.html", script=None, form=_form_values(source=STARTER))
+def new_script_page(request: Request, principal: PagePrincipal, template: str | None = None) -> Response:
+    chosen = extras.starter(template)
+    values = _form_values(source=chosen.source if chosen else STARTER, name=chosen.slug if chosen else "")
+    return _form_page(request, None, values, payload=chosen.payload if chosen else "{}", template=chosen)
+
+
+def _form_page(request: Request, script: Script | None, values: dict[str, Any], status_code: int = 200,
+               **context: Any) -> Response:
+    """The script form with the editor's extras: completion table, reference panel, starter templates.
+
+    The editor (CodeMirror) writes its styles into <style> elements; this page alone lets
+    exactly those in, by a nonce made for this answer (EditorView.cspNonce), not 'unsafe-inline'.
+    """
+    nonce = secrets.token_urlsafe(16)
+    response = render(request, "script_form.html", status_code=status_code, script=script, form=values,
+                      starters=extras.STARTERS, reference=extras.api_table(), completion=extras.completion_json(),
+                      style_nonce=nonce, **context)
+    policy = SECURITY_HEADERS["Content-Security-Policy"]
+    response.headers["Content-Security-Policy"] = policy.replace("style-src 'self'",
+                                                                 f"style-src 'self' 'nonce-{nonce}'")
+    return response
+
+
+@router.post("/scripts/check")
+async def check_source(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
+    """The editor's syntax check as one types: `{source}` in, the API's check answer out (JSON)."""
+    try:
+        body = ScriptCheckIn.model_validate_json(await request.body())
+    except PydanticError as exc:
+        return envelope(422, "validation_error", validation_message(exc))
+    answer = scripts_api.check_answer(services.runner, body.source)
+    return JSONResponse(answer.model_dump(), headers={"Cache-Control": "no-store"})
 
 
 def _form_values(**given: Any) -> dict[str, Any]:
@@ -73,14 +106,13 @@ def _validated(values: dict[str, Any]) -> ScriptIn:
 def _refused(request: Request, script: Any, values: dict[str, Any], exc: Exception) -> Response:
     """The form again, with the reason in an alert and, for a syntax error, its line marked."""
     if isinstance(exc, PydanticError):
-        return render(request, "script_form.html", status_code=422, script=script, form=values,
-                      error=validation_message(exc))
+        return _form_page(request, script, values, 422, error=validation_message(exc))
     assert isinstance(exc, AlmanacError)
     details = exc.details or {}
     line, column = details.get("line"), details.get("column")
     where = f"Line {line}" + (f", column {column}" if column else "") + ": " if line else ""
-    return render(request, "script_form.html", status_code=exc.status, script=script, form=values,
-                  error=where + exc.message, error_line=line)
+    return _form_page(request, script, values, exc.status, error=where + exc.message, error_line=line,
+                      error_message=exc.message)
 
 
 @router.post("/scripts/new")
@@ -90,7 +122,7 @@ async def create_script(request: Request, principal: PagePrincipal, services: Se
         body = _validated(values)
         with tenant_db(services, principal) as session:
             script = service.create_script(session, services.runner, body.name, body.source, body.timeout_ms,
-                                           body.memory_mb, services.clock.now())
+                                           body.memory_mb, services.clock.now(), principal.email)
             session.flush()
             script_id = script.id
             audit(session, "script.create", f"script {script_id}", body.model_dump(), request=request)
@@ -107,11 +139,14 @@ def _load(services: ServicesDep, principal: PagePrincipal, script_id: int) -> tu
 
 
 @router.get("/scripts/{script_id}")
-def script_page(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+def script_page(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep,
+                template: str | None = None) -> Response:
+    """The script in the editor; `?template=` puts a starter in the editor instead (saved only on Save)."""
     script, source = _load(services, principal, script_id)
-    values = _form_values(name=script.name, source=source, timeout_ms=str(script.timeout_ms),
-                          memory_mb=str(script.memory_mb))
-    return render(request, "script_form.html", script=script, form=values, payload="{}")
+    chosen = extras.starter(template)
+    values = _form_values(name=script.name, source=chosen.source if chosen else source,
+                          timeout_ms=str(script.timeout_ms), memory_mb=str(script.memory_mb))
+    return _form_page(request, script, values, payload=chosen.payload if chosen else "{}", template=chosen)
 
 
 @router.post("/scripts/{script_id}")
@@ -126,7 +161,7 @@ async def update_script(request: Request, script_id: int, principal: PagePrincip
             changes["source"] = body.source  # only a changed source makes a new version
         with tenant_db(services, principal) as session:
             version = service.update_script(session, services.runner, script_id, changes,
-                                            services.clock.now()).current_version
+                                            services.clock.now(), principal.email).current_version
             audit(session, "script.update", f"script {script_id}", {**changes, "version": version}, request=request)
     except (PydanticError, AlmanacError) as exc:
         return _refused(request, script, values, exc)
@@ -145,7 +180,10 @@ async def run_script(request: Request, script_id: int, principal: PagePrincipal,
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).splitlines()[0]
         return _run_answer(request, principal, services, script_id, payload_text, error=f"Payload is not JSON: {reason}.")
     run = scripts_api.run_script(script_id, principal, services, request, body)
-    return _run_answer(request, principal, services, script_id, payload_text, run=run)
+    with tenant_db(services, principal) as session:
+        emitted = [{"id": e.id, "topic": e.topic, "data": e.data} for e in session.execute(
+            select(Event).where(Event.run_id == run.id).order_by(Event.id)).scalars()]
+    return _run_answer(request, principal, services, script_id, payload_text, run=run, emitted=emitted)
 
 
 def _run_answer(request: Request, principal: PagePrincipal, services: ServicesDep, script_id: int,
@@ -156,21 +194,42 @@ def _run_answer(request: Request, principal: PagePrincipal, services: ServicesDe
     script, source = _load(services, principal, script_id)
     values = _form_values(name=script.name, source=source, timeout_ms=str(script.timeout_ms),
                           memory_mb=str(script.memory_mb))
-    return render(request, "script_form.html", status_code=status, script=script, form=values, payload=payload,
-                  result=result)
+    return _form_page(request, script, values, status, payload=payload, result=result)
 
 
 @router.get("/scripts/{script_id}/versions")
 def versions_page(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep,
-                  v: int | None = None) -> Response:
+                  v: int | None = None, a: int | None = None, b: int | None = None) -> Response:
+    """Every version (who saved it, when); one shown (`v`), or two side by side (`a` and `b`)."""
     with tenant_db(services, principal) as session:
         script = service.get_script(session, script_id)
-        versions = list(session.execute(select(ScriptVersion).where(ScriptVersion.script_id == script_id)
-                                        .order_by(ScriptVersion.version.desc())).scalars())
-    shown = next((ver for ver in versions if ver.version == (v or script.current_version)), None)
-    if v is not None and shown is None:
-        raise NotFound(f"Script {script.name} has no version {v}.")
-    return render(request, "script_versions.html", script=script, versions=versions, shown=shown)
+        versions = service.script_versions(session, script_id)
+    by_number = {ver.version: ver for ver in versions}
+    wanted = [n for n in (v, a, b) if n is not None]
+    if any(n not in by_number for n in wanted):
+        raise NotFound(f"Script {script.name} has no version {next(n for n in wanted if n not in by_number)}.")
+    left = by_number[a] if a is not None and b is not None else None
+    right = by_number[b] if a is not None and b is not None else None
+    diff = extras.side_by_side(left.source, right.source) if left and right else None
+    shown = None if diff is not None else by_number.get(v or script.current_version)
+    return render(request, "script_versions.html", script=script, versions=versions, shown=shown, diff=diff,
+                  left=left, right=right)
+
+
+@router.post("/scripts/{script_id}/versions/{version}/restore")
+def restore_version(request: Request, script_id: int, version: int, principal: PagePrincipal,
+                    services: ServicesDep) -> Response:
+    """An old version's source saved again, as a new version (history is never rewritten)."""
+    with tenant_db(services, principal) as session:
+        old = service.script_version(session, script_id, version)
+        script = service.get_script(session, script_id)
+        if version == script.current_version:
+            flash(request, f"Version {version} is the current version already.", "bad")
+            return redirect(f"/scripts/{script_id}/versions")
+        new = service.update_script(session, services.runner, script_id, {"source": old.source},
+                                    services.clock.now(), principal.email).current_version
+    flash(request, f"Version {version} restored as version {new}.")
+    return redirect(f"/scripts/{script_id}")
 
 
 @router.get("/scripts/{script_id}/delete")
