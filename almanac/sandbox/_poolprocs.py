@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from . import _poolworker
-from ._poolworker import CAP_METHODS, dump
+from ._poolworker import dump
+from .capabilities import METHODS as CAP_METHODS
 from .capabilities import Capabilities, CapabilityError
 
 log = logging.getLogger("almanac.sandbox")
