@@ -6,10 +6,10 @@ timer never decides anything itself. Tests drive these with a ManualClock.
 
 The numbers, in one place:
 
-- MISFIRE_GRACE_S = 60: an occurrence that starts less than a minute after its
-  time is merely late (busy workers), not missed; `misfire` applies beyond it.
-  Tenants' rules fire at most once a minute by default, so one grace period
-  never hides a whole occurrence.
+- MISFIRE_GRACE_S = 60: an occurrence more than a minute late is missed even if
+  its schedule's next occurrence is not due yet; one whose next occurrence fell
+  due before it could start is missed sooner (a 2-second schedule after a 10 s
+  outage has missed five); `misfire` applies to missed ones.
 - LEASE_MARGIN_S = 30: a claimed run holds its lease for the script's timeout
   plus this margin; only after that may another process declare it dead.
 - MAX_FOLLOW_UPS = 100: a chain of jobs made by `almanac.schedule.at` from one
@@ -69,21 +69,28 @@ class MisfirePlan:
 def plan_misfire(policy: Policy, due_times: list[datetime], now: datetime) -> MisfirePlan:
     """Split a schedule's due times (all <= now, ascending) into run / skipped / expired.
 
-    A time later than MISFIRE_GRACE_S is missed. Missed times older than the
-    catch-up window expire. Among the rest: `run_once` runs only the latest
-    (the others are recorded skipped: coalesced), `run_all` runs each in order,
-    `skip` runs only those that are not missed.
+    A time is *missed* (SPEC section 7) when it could not start before the
+    schedule's next occurrence fell due, or when it is more than
+    MISFIRE_GRACE_S late, whichever comes first. Every due time but the last
+    has its successor in the list (due too), so all of them are missed; the
+    last is missed only if it is more than the grace late. Missed times older
+    than the catch-up window expire. Among the other missed ones: `run_once`
+    runs one catch-up run carrying the latest missed time (the others are
+    recorded skipped: coalesced), `run_all` runs each in order, `skip` runs
+    none. A time that is not missed runs whatever the policy.
     """
+    if not due_times:
+        return MisfirePlan()
     window = timedelta(seconds=policy.catchup_window_s)
-    grace = timedelta(seconds=MISFIRE_GRACE_S)
-    expired = [t for t in due_times if now - t > grace and now - t > window]
-    candidates = [t for t in due_times if t not in expired]
+    last = due_times[-1]
+    on_time = [] if now - last > timedelta(seconds=MISFIRE_GRACE_S) else [last]
+    missed = due_times[:-1] if on_time else list(due_times)
+    expired = [t for t in missed if now - t > window]
+    missed = [t for t in missed if now - t <= window]
     if policy.misfire == "run_all":
-        return MisfirePlan(run=candidates, expired=expired)
+        return MisfirePlan(run=missed + on_time, expired=expired)
     if policy.misfire == "run_once":
-        return MisfirePlan(run=candidates[-1:], skipped=candidates[:-1], expired=expired)
-    on_time = [t for t in candidates if now - t <= grace]
-    missed = [t for t in candidates if now - t > grace]
+        return MisfirePlan(run=missed[-1:] + on_time, skipped=missed[:-1], expired=expired)
     return MisfirePlan(run=on_time, skipped=missed, expired=expired)
 
 

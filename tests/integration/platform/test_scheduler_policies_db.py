@@ -30,8 +30,10 @@ def test_misfire_run_once_runs_the_latest_and_records_the_rest_skipped(world: Wo
     first = _down_for(world, sid, 10)
     _drain(world)
     ran = world.runs(status="succeeded")
-    assert [r.scheduled_for for r in ran] == [first + timedelta(minutes=10)]
-    assert len(world.runs(status="skipped")) == 10
+    # 09:00-09:09 were missed: one catch-up run (the latest missed); 09:10 is 1 s late, on time.
+    assert [r.scheduled_for for r in ran] == [first + timedelta(minutes=m) for m in (9, 10)]
+    assert [r.trigger for r in ran] == ["catchup", "catchup"]
+    assert len(world.runs(status="skipped")) == 9
     assert world.schedule(sid).next_run_at == first + timedelta(minutes=11)
 
 
@@ -50,6 +52,23 @@ def test_misfire_skip_runs_nothing_missed(world: World) -> None:
     # 09:05 is 30 s late: within MISFIRE_GRACE_S, merely late, so it runs; the five before were missed.
     assert [r.scheduled_for for r in world.runs(status="succeeded")] == [first + timedelta(minutes=5)]
     assert len(world.runs(status="skipped")) == 5
+
+
+@pytest.mark.parametrize(("misfire", "succeeded", "skipped"), [
+    ("skip", [12], [2, 4, 6, 8, 10]), ("run_once", [10, 12], [2, 4, 6, 8]),
+], ids=["skip", "run_once"])
+def test_misfire_applies_to_a_frequent_schedule(world: World, misfire: str, succeeded: list[int],
+                                                skipped: list[int]) -> None:
+    # A 2-second schedule after a 10 s outage: 2..10 s were overtaken by their next occurrence.
+    sid = world.add_schedule(world.add_script(), every=2, misfire=misfire)
+    first = world.schedule(sid).next_run_at
+    world.clock.set(first + timedelta(seconds=10))
+    _drain(world)
+    at = [first + timedelta(seconds=s - 2) for s in succeeded]
+    assert [r.scheduled_for for r in world.runs(status="succeeded")] == at
+    assert sorted(r.scheduled_for for r in world.runs(status="skipped")) == [
+        first + timedelta(seconds=s - 2) for s in skipped]
+    assert all("misfire=" + misfire in r.reason for r in world.runs(status="skipped"))
 
 
 def test_occurrences_older_than_the_catchup_window_are_expired(world: World) -> None:
