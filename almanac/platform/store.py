@@ -75,6 +75,7 @@ class Outcome:
     logs: list[str] = field(default_factory=list)
     duration_ms: int = 0
     reason: str | None = None
+    retry: bool = True  # False: not retried whatever the policy (a platform limit, a result that cannot be stored)
 
 
 @dataclass
@@ -123,6 +124,15 @@ class Store(Protocol):
         Each attempt is fenced by its own lease token exactly as in `finish`: a fenced
         one changes nothing and its effects are dropped, the others still apply. If
         the transaction fails, none is recorded.
+        """
+
+    def finish_unrecordable(self, claim: Claim, outcome: Outcome, problem: Exception, now: datetime) -> bool:
+        """`finish` for an attempt whose record failed: end it `failed`, with why, and nothing else.
+
+        Keeps only what surely stores (status, times, the error text with anything
+        that is not valid Unicode replaced, a reason naming the failure), drops the
+        output, logs and effects, and does not retry: the same result would fail the
+        same way. Fenced by the lease token like `finish`.
         """
 
     def next_due_at(self, tenant: str) -> datetime | None:

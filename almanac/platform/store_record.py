@@ -65,6 +65,14 @@ RELEASE_QUEUED = update(O).where(O.c.schedule_id.in_(bindparam("b_ids", expandin
                                   O.c.status == QUEUED).values(due_at=bindparam("b_now"))
 
 
+ERROR_MAX = 64 * 1024  # characters of an error message kept when its record has to be simplified
+
+
+def valid_text(text: str) -> str:
+    """`text` with whatever is not a Unicode scalar value (a lone surrogate) replaced by "?"."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 class _Fenced(Exception):
     """The optimistic release found an attempt that lost its lease: record the batch the careful way."""
 
@@ -99,9 +107,19 @@ class RecordMixin:
                 log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
         return applied
 
+    def finish_unrecordable(self, claim: Claim, outcome: Outcome, problem: Exception, now: datetime) -> bool:
+        error = None if outcome.error is None else valid_text(outcome.error)[:ERROR_MAX]
+        reason = f"its result could not be recorded ({type(problem).__name__}); ended failed, not retried"
+        plain = Outcome(status="failed", started_at=outcome.started_at, error=error, error_line=outcome.error_line,
+                        duration_ms=outcome.duration_ms, reason=reason, retry=False)
+        log.error("run.unrecordable", extra={"event": "run.unrecordable", "run_id": claim.run_id,
+                                             "problem": type(problem).__name__})
+        return self.finish(claim, plain, None, now)
+
     def _finish_batch(self, s: Session, items: Sequence[Finish], *, optimistic: bool) -> list[bool]:
         conn = s.connection()
-        retries = [policies.retry_at(c.policy, o.status, c.attempt, now) for c, o, _, now in items]
+        retries = [policies.retry_at(c.policy, o.status, c.attempt, now) if o.retry else None
+                   for c, o, _, now in items]
         # The common case, an occurrence done for good, is released in bulk. An occurrence met twice
         # (a lapsed attempt and its retry) is fenced row by row, as are retries and manual runs.
         counts: dict[int, int] = {}

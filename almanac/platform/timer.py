@@ -299,7 +299,9 @@ class Scheduler:
     def run_claim(self, claim: Claim) -> bool:
         """Run one claimed attempt and record it; True if the record applied (lease still held)."""
         done = self._run(claim)
-        applied = self.store.finish(claim, done.outcome, done.effects, done.finished_at)
+        applied = self._finish_one(done)
+        if applied is None:
+            return False
         if self._after_record(done, applied):
             self._wake_soon(claim.tenant)
         return applied
@@ -365,19 +367,31 @@ class Scheduler:
                 [(d.claim, d.outcome, d.effects, d.finished_at) for d in group]))
         except Exception:
             log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(group)})
-            applied = []
-            for d in group:  # one bad record (say, an effect the database refuses) costs only its own run
-                try:
-                    applied.append(self.store.finish(d.claim, d.outcome, d.effects, d.finished_at))
-                except Exception:
-                    log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
-                    applied.append(None)
+            # One bad record (say, an effect the database refuses) costs only its own run.
+            applied = [self._finish_one(d) for d in group]
         wake = False
         for d, ok in zip(group, applied):
             if ok is not None:
                 wake = self._after_record(d, ok) or wake
         if wake:
             self._wake_soon(group[0].claim.tenant)  # once for the group: its tenant is the same
+
+    def _finish_one(self, d: _Finished) -> bool | None:
+        """Record one run; if that fails, end it `failed` with the reason (SPEC section 9).
+
+        None when even that failed (the database is gone, say): the lease then lapses and
+        the next claim ends the attempt.
+        """
+        try:
+            return self.store.finish(d.claim, d.outcome, d.effects, d.finished_at)
+        except Exception as exc:
+            log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
+            problem = exc
+        try:
+            return self.store.finish_unrecordable(d.claim, d.outcome, problem, d.finished_at)
+        except Exception:
+            log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
+            return None
 
     def _after_record(self, done: _Finished, applied: bool) -> bool:
         """Metrics and the run's log line; True if the tenant should be looked at again now."""
