@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     allow_private_targets: bool = False
     # A claimed run's lease is its script's timeout plus this margin; then another process may retry it.
     lease_margin_s: float = Field(default=30.0, gt=0, le=3600)
+    # No tenant takes more than this share of the run slots while other tenants wait (SPEC section 11).
+    tenant_max_share: float = Field(default=0.5, gt=0, le=1)
     # Sandbox worker processes (0 = run scripts in threads of this process; None = one per core).
     sandbox_processes: int | None = Field(default=None, ge=0, le=64)
     smtp_host: str = "127.0.0.1"

@@ -126,6 +126,14 @@ class Store(Protocol):
         the transaction fails, none is recorded.
         """
 
+    def renew_leases(self, tenant: str, claims: Sequence[Claim], now: datetime) -> set[int]:
+        """Extend the leases of claims still held (waiting for a slot or running) to `now` + timeout + margin.
+
+        Returns the run ids of those no longer held (recorded meanwhile, or their lease
+        lapsed and another process took the occurrence over); the others' leases, and
+        their `due_at`, now end later. Waiting is not dying (SPEC section 11).
+        """
+
     def finish_unrecordable(self, claim: Claim, outcome: Outcome, problem: Exception, now: datetime) -> bool:
         """`finish` for an attempt whose record failed: end it `failed`, with why, and nothing else.
 

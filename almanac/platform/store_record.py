@@ -73,6 +73,12 @@ def valid_text(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
+_RENEW = Bulk(update(O).where(
+    O.c.id == bindparam("b_id"), O.c.lease_token == bindparam("b_token"), O.c.status == RUNNING,
+).values(lease_until=bindparam("b_lease"), due_at=bindparam("b_lease")))
+_TOKENS = select(O.c.id, O.c.lease_token).where(O.c.id.in_(bindparam("b_ids", expanding=True)))
+
+
 class _Fenced(Exception):
     """The optimistic release found an attempt that lost its lease: record the batch the careful way."""
 
@@ -82,6 +88,7 @@ class RecordMixin:
 
     db: Any
     is_postgres: bool
+    lease_margin_s: float
 
     def finish(self, claim: Claim, outcome: Outcome, effects: RunEffects | None, now: datetime) -> bool:
         return self.finish_many([(claim, outcome, effects, now)])[0]
@@ -106,6 +113,26 @@ class RecordMixin:
             if not ok:
                 log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
         return applied
+
+    def renew_leases(self, tenant: str, claims: Sequence[Claim], now: datetime) -> set[int]:
+        """Extend the claims' leases from `now` (each its script's timeout + the margin); run ids not held.
+
+        One executemany fenced by each claim's own token; only when it changed fewer rows
+        than it was given are the rows read to tell which were lost (recorded meanwhile, or
+        taken over by another process after a lapse).
+        """
+        claims = [c for c in claims if c.occurrence_id is not None]
+        if not claims:
+            return set()
+        with self.db.tenant_session(tenant) as s:
+            conn = s.connection()
+            rows = [dict(b_id=c.occurrence_id, b_token=c.lease_token,
+                         b_lease=policies.lease_until(now, c.timeout_ms, self.lease_margin_s))
+                    for c in sorted(claims, key=lambda c: c.occurrence_id)]
+            if _RENEW.executemany(conn, rows) == len(rows):
+                return set()
+            current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in claims]}).all())
+        return {c.run_id for c in claims if current.get(c.occurrence_id) != c.lease_token}
 
     def finish_unrecordable(self, claim: Claim, outcome: Outcome, problem: Exception, now: datetime) -> bool:
         error = None if outcome.error is None else valid_text(outcome.error)[:ERROR_MAX]

@@ -26,7 +26,7 @@ import os
 import queue
 import threading
 import time
-from collections import deque
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,6 +36,8 @@ from typing import Any
 from almanac.platform.clock import Clock
 from almanac.platform.effects import RunEffects
 from almanac.platform.metrics import SchedulerMetrics, get_metrics
+from almanac.platform import slots
+from almanac.platform.policies import LEASE_MARGIN_S
 from almanac.platform.runner import Runner, RunOutcome, broken
 from almanac.platform.store import Claim, Outcome, Store
 
@@ -66,15 +68,23 @@ class Scheduler:
         self, store: Store, runner: Runner, clock: Clock, tenants: Callable[[], Iterable[str]], *,
         workers: int | None = None, metrics: SchedulerMetrics | None = None,
         idle_s: float = 5.0, tenants_every_s: float = 5.0, record_linger_s: float = RECORD_LINGER_S,
+        tenant_max_share: float = 0.5, parallel: int | None = None, renew_every_s: float | None = None,
     ) -> None:
         self.store, self.runner, self.clock, self.tenants = store, runner, clock, tenants
-        self.workers = workers or default_workers()
-        # Claim ahead of the pool (claims wait in its queue) so that one claim transaction serves
-        # many runs; refill only when half of that has drained (a low-water mark), not after every run.
-        # Runs that finished and wait for their record do not count against the mark (the recorder
-        # lingers to batch them), but every claimed run does until recorded, up to twice the capacity.
-        self.capacity = self.workers * 16
-        self.low_water = self.capacity // 2
+        self.workers = workers or default_workers()  # the most runs the runner accepts at once
+        # Runs that really execute at once (sandbox processes; threads otherwise): see `slots.run_limit`.
+        self.parallel = parallel or getattr(runner, "processes", 0) or self.workers
+        self.share = tenant_max_share
+        self._fair: slots.FairQueue[Claim] = slots.FairQueue(tenant_max_share)
+        self._avg_run_s: float | None = None  # the runs' average time, for the run limit
+        self._unfinished_by: Counter[str] = Counter()  # claimed and not yet ended, per tenant
+        self._claims: dict[int, Claim] = {}  # claimed and not yet recorded, by run id: their leases are renewed
+        self._served: dict[str, int] = {}  # tenant -> when it last claimed (a counter): least recent goes first
+        self._serial = 0
+        # Leases are renewed while their runs wait and run, a third of the margin apart, so only a
+        # process that stopped loses its runs (SPEC section 11).
+        margin = getattr(store, "lease_margin_s", LEASE_MARGIN_S)
+        self.renew_every = timedelta(seconds=renew_every_s if renew_every_s is not None else margin / 3)
         self.metrics = metrics or get_metrics()
         self.idle = timedelta(seconds=idle_s)
         self.tenants_every = timedelta(seconds=tenants_every_s)
@@ -85,7 +95,6 @@ class Scheduler:
         self._backlogs: dict[str, int] = {}
         self._inflight = 0  # claimed and not yet recorded
         self._unrecorded = 0  # of those, finished: waiting for (or in) the recorder
-        self._queued: deque[Claim] = deque()  # claimed, waiting for one of the `workers` places
         self._running = 0  # runs started and not yet ended
         self._local = threading.local()  # `_start_queued` is running on this thread
         self._stopping = False
@@ -117,7 +126,7 @@ class Scheduler:
             self._thread.join(timeout)
             self._thread = None
         with self._cond:  # every claimed run still runs (its lease would only lapse otherwise)
-            while self._running or self._queued:
+            while self._running or self._fair:
                 self._cond.wait(0.1)
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=False)
@@ -150,9 +159,19 @@ class Scheduler:
         except Exception:
             log.exception("scheduler.runner_prepare_failed", extra={"event": "scheduler.runner_prepare_failed"})
 
+    @property
+    def run_limit(self) -> int:
+        """Runs handed to the runner at once (see `slots.run_limit`)."""
+        return slots.run_limit(self.parallel, self.workers, self._avg_run_s)
+
+    @property
+    def capacity(self) -> int:
+        """Runs claimed and not yet ended, at most: a few runs' wait ahead of the slots."""
+        return slots.CLAIM_AHEAD * self.run_limit
+
     def _loop(self) -> None:
         self._prepare_runner()
-        next_tenants = self.clock.now()
+        next_tenants = next_renewal = self.clock.now()
         while True:
             with self._cond:
                 if self._stopping:
@@ -161,12 +180,18 @@ class Scheduler:
             if now >= next_tenants:
                 self._refresh_tenants(now)
                 next_tenants = now + self.tenants_every
-            for tenant in [t for t, at in list(self._wakes.items()) if at <= now]:
+            if now >= next_renewal:
+                self.renew_leases(now)
+                next_renewal = now + self.renew_every
+            # The tenant that claimed least recently goes first, so that when room is short
+            # (a herd at the top of the hour) every tenant's turn comes round.
+            due = [t for t, at in list(self._wakes.items()) if at <= now]
+            for tenant in sorted(due, key=lambda t: self._served.get(t, 0)):
                 self._wakes[tenant] = self._tick_safely(tenant, now)
             with self._cond:
                 if self._stopping:
                     return
-                soonest = min([*self._wakes.values(), next_tenants, now + self.idle])
+                soonest = min([*self._wakes.values(), next_tenants, next_renewal, now + self.idle])
                 delay = (soonest - self.clock.now()).total_seconds()
                 if delay > 0:
                     self._cond.wait(delay)
@@ -194,21 +219,30 @@ class Scheduler:
     def _tick(self, tenant: str, now: datetime) -> datetime:
         """Claim what is due for one tenant; return when to look at it again."""
         with self._cond:
-            unfinished = self._inflight - self._unrecorded
-            free = min(self.capacity - unfinished, 2 * self.capacity - self._inflight)
-            if unfinished > self.low_water or free <= 0:
+            capacity, unfinished, mine = self.capacity, self._inflight - self._unrecorded, self._unfinished_by[tenant]
+            # Claim only within the tenant's share of the capacity, and once its claims drained to
+            # half of that (one claim transaction serves many runs); runs that ended and wait for their
+            # record count until recorded, up to twice the capacity (the recorder lingers to batch them).
+            free = min(slots.claim_room(capacity, unfinished, mine, self.share), 2 * capacity - self._inflight)
+            if free <= 0 or not slots.wants_refill(capacity, unfinished, mine, self.share):
                 self._starved.add(tenant)  # a finishing run wakes it
                 return now + self.idle
             self._inflight += free  # reserve the slots while the claim runs
+            self._unfinished_by[tenant] += free
+            self._serial += 1
+            self._served[tenant] = self._serial
         try:
             batch = self.store.claim_due(tenant, now, free)
         finally:
             with self._cond:
                 self._inflight -= free
+                self._unfinished_by[tenant] -= free
         self._count_records(batch.recorded)
         with self._cond:
             self._inflight += len(batch.claims)
-            self._queued.extend(batch.claims)
+            self._unfinished_by[tenant] += len(batch.claims)
+            self._claims.update((c.run_id, c) for c in batch.claims)
+            self._fair.add(tenant, batch.claims)
         self._start_queued()
         if batch.full:
             return now
@@ -227,7 +261,7 @@ class Scheduler:
     # -- one run ------------------------------------------------------------------------
 
     def _start_queued(self) -> None:
-        """Start queued claims while fewer than `workers` runs are out (any thread).
+        """Start queued claims, fairly between tenants, while fewer than `run_limit` runs are out (any thread).
 
         A run that ends at once (the runner refused it, or called back before returning)
         calls this again from inside `_start`: that inner call returns at once and this
@@ -239,9 +273,11 @@ class Scheduler:
         try:
             while True:
                 with self._cond:
-                    if not self._queued or self._running >= self.workers:
+                    limit = self.run_limit
+                    picked = self._fair.pop(limit) if self._running < limit else None
+                    if picked is None:
                         return
-                    claim = self._queued.popleft()
+                    claim = picked[1]
                     self._running += 1
                 self._start(claim)
         finally:
@@ -270,31 +306,79 @@ class Scheduler:
             done = None
         with self._cond:  # counted before the recorder can release it
             self._running -= 1
+            self._fair.ended(claim.tenant)
+            self._unfinished_by[claim.tenant] -= 1
             if done is not None:
                 self._unrecorded += 1
+                self._learn_run_time(done)
             self._wake_starved()
         if done is None:
-            self._release(1, recorded=False)
+            self._release([claim], recorded=False)
         else:
             self._finished.put(done)  # the recorder releases the slot once recorded
         self._start_queued()
 
-    def _release(self, count: int, *, recorded: bool = True) -> None:
+    def _learn_run_time(self, done: _Finished) -> None:
+        """(Holding the condition.) Fold a run's own time into the average the run limit follows."""
+        run_s = done.outcome.duration_ms / 1000 if done.outcome.duration_ms else done.elapsed_s
+        avg = self._avg_run_s
+        self._avg_run_s = run_s if avg is None else avg + slots.EWMA_WEIGHT * (run_s - avg)
+
+    def _release(self, claims: list[Claim], *, recorded: bool = True) -> None:
         with self._cond:
-            self._inflight -= count
+            self._inflight -= len(claims)
             if recorded:
-                self._unrecorded -= count
+                self._unrecorded -= len(claims)
+            for claim in claims:
+                self._claims.pop(claim.run_id, None)
             self._wake_starved()
 
     def _wake_starved(self) -> None:
-        """(Holding the condition.) Wake the tenants that found no room once there is room again."""
-        if self._starved and self._inflight - self._unrecorded <= self.low_water \
-                and self._inflight < 2 * self.capacity:
+        """(Holding the condition.) Wake the tenants that found no room once they have room again."""
+        if not self._starved:
+            return
+        capacity, unfinished = self.capacity, self._inflight - self._unrecorded
+        if self._inflight >= 2 * capacity:
+            return
+        ready = [t for t in self._starved
+                 if slots.wants_refill(capacity, unfinished, self._unfinished_by[t], self.share)]
+        if ready:
             now = self.clock.now()
-            for tenant in self._starved:
+            for tenant in ready:
                 self._wakes[tenant] = now
-            self._starved.clear()
+                self._starved.discard(tenant)
             self._cond.notify_all()
+
+    def renew_leases(self, now: datetime | None = None) -> int:
+        """Extend the leases of every claimed run not yet recorded (waiting or running); how many were lost.
+
+        A claim whose lease another process took over meanwhile (this one was paused past it) is
+        dropped from the queue if it has not started; a started one is fenced when recorded.
+        """
+        now = now or self.clock.now()
+        with self._cond:
+            by_tenant: dict[str, list[Claim]] = {}
+            for claim in self._claims.values():
+                if claim.occurrence_id is not None:
+                    by_tenant.setdefault(claim.tenant, []).append(claim)
+        lost = 0
+        for tenant, claims in by_tenant.items():
+            try:
+                gone = self.store.renew_leases(tenant, claims, now)
+            except Exception:
+                log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed", "tenant": tenant})
+                continue
+            with self._cond:  # a run recorded since the snapshot is not a lost one
+                gone = {run_id for run_id in gone if run_id in self._claims}
+            if gone:
+                with self._cond:
+                    dropped = self._fair.remove(tenant, gone)
+                    self._unfinished_by[tenant] -= len(dropped)
+                lost += len(gone)
+                if dropped:
+                    self._release(dropped, recorded=False)
+                log.warning("run.lease_lost", extra={"event": "run.lease_lost", "tenant": tenant, "runs": len(gone)})
+        return lost
 
     def run_claim(self, claim: Claim) -> bool:
         """Run one claimed attempt and record it; True if the record applied (lease still held)."""
@@ -313,12 +397,17 @@ class Scheduler:
     def _finished_run(self, claim: Claim, started: datetime, effects: RunEffects, t0: float,
                       result: Any) -> _Finished:
         elapsed = self.clock.monotonic() - t0
-        return _Finished(claim, _outcome(result, started, elapsed), effects, self.clock.now(), elapsed)
+        finished = self.clock.now()
+        # The script started when the runner says it ran for `duration_ms` before its end, not when
+        # it was handed over (it may have waited in the sandbox pool's queue meanwhile).
+        if result.duration_ms:
+            started = max(started, finished - timedelta(milliseconds=result.duration_ms))
+        self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
+        return _Finished(claim, _outcome(result, started, elapsed), effects, finished, elapsed)
 
     def _prepare(self, claim: Claim) -> tuple[datetime, RunEffects, dict, float]:
         """The run's start: its lag metric, its effects buffer and the event the script sees."""
         started = self.clock.now()
-        self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
         effects = RunEffects(
             lambda key: self.store.kv_read(claim.tenant, key),
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
@@ -358,7 +447,7 @@ class Scheduler:
                 except Exception:  # never let the recorder die: the slots must come back
                     log.exception("run.record_failed", extra={"event": "run.record_failed"})
                 finally:
-                    self._release(len(group))
+                    self._release([d.claim for d in group])
 
     def _record(self, group: list[_Finished]) -> None:
         """Record a tenant's finished runs in one transaction; if that fails, one by one."""
