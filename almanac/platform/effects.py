@@ -73,9 +73,15 @@ class RunEffects:
         *,
         now: datetime,
         job_depth: int | None,
+        job_root: str | None = None,
+        chain: Callable[[str], set[str]] | None = None,
     ) -> None:
         self._read, self._keys = read, keys
         self._now, self._job_depth = now, job_depth
+        # A job's run: its follow-ups join the chain of `job_root`, whose jobs' keys `chain` reads (once).
+        self._job_root, self._chain = job_root, chain
+        self._chain_keys: set[str] | None = None
+        self.refused: str | None = None  # the platform limit a call was refused for: the run is not retried
         self.kv: dict[str, Any] = {}  # key -> JSON text, or _DELETED
         self.events: list[tuple[str, str]] = []
         self.jobs: dict[str, JobUpsert] = {}
@@ -121,8 +127,17 @@ class RunEffects:
         if not isinstance(topic, str) or not topic or len(topic) > TOPIC_MAX:
             raise CapabilityError(f"emit needs a topic of 1-{TOPIC_MAX} characters")
         if len(self.events) >= MAX_EMITS_PER_RUN:
-            raise CapabilityError(f"a run may emit at most {MAX_EMITS_PER_RUN} events")
+            self.refused = f"a run may emit at most {MAX_EMITS_PER_RUN} events"
+            raise CapabilityError(self.refused)
         self.events.append((topic, _dumps(data, "event data", EVENT_DATA_MAX)))
+
+    def _chain_size(self, key: str) -> int:
+        """Jobs the chain would hold with `key` in it: its root's jobs and this run's follow-ups."""
+        if self._job_root is None or self._chain is None:
+            return 1  # a schedule's (or a manual) run: each follow-up starts its own chain
+        if self._chain_keys is None:
+            self._chain_keys = set(self._chain(self._job_root))
+        return len(self._chain_keys | set(self.jobs) | {key})
 
     def schedule_at(self, when: str, payload: Any = None, key: str | None = None) -> dict[str, Any]:
         run_at = parse_when(when)
@@ -131,8 +146,10 @@ class RunEffects:
         if not isinstance(key, str) or not key or len(key) > JOB_KEY_MAX:
             raise CapabilityError(f"a job key must be a string of 1-{JOB_KEY_MAX} characters")
         made = len(self.jobs) - (1 if key in self.jobs else 0)
-        problem = policies.follow_up_problem(self._job_depth, run_at, self._now, made)
+        problem = policies.follow_up_problem(self._chain_size(key), run_at, self._now, made)
         if problem:
+            if "days ahead" not in problem:  # a limit of the platform, not a mistake of the call
+                self.refused = problem
             raise CapabilityError(problem)
         self.jobs[key] = JobUpsert(key, run_at, _dumps(payload, "a job payload", KV_VALUE_MAX))
         return {"key": key, "runAt": run_at.isoformat().replace("+00:00", "Z")}

@@ -13,7 +13,10 @@ The numbers, in one place:
 - LEASE_MARGIN_S = 30: a claimed run holds its lease for the script's timeout
   plus this margin; only after that may another process declare it dead.
 - MAX_FOLLOW_UPS = 100: a chain of jobs made by `almanac.schedule.at` from one
-  root job may hold at most 100 follow-ups (the root is depth 0).
+  root job holds at most 100 jobs in all, the root included (SPEC section 8):
+  every job descended from it counts, not the depth (10 per level reached
+  1,110 jobs when depth was counted). A run refused for this, or any other
+  platform limit, is not retried.
 - MAX_AHEAD = 366 days: a follow-up may not be planned further ahead.
 - MAX_SCHEDULE_AT_PER_RUN = 50: upserts one run may make.
 - MAX_MISSED_RECORDED = 100: skipped/expired history rows written for one
@@ -134,17 +137,17 @@ def lease_until(now: datetime, timeout_ms: int, margin_s: float = LEASE_MARGIN_S
     return now + timedelta(milliseconds=timeout_ms) + timedelta(seconds=margin_s)
 
 
-def follow_up_problem(parent_depth: int | None, run_at: datetime, now: datetime, made_in_run: int) -> str | None:
+def follow_up_problem(chain_size: int, run_at: datetime, now: datetime, made_in_run: int) -> str | None:
     """Why a script's `schedule.at` must be refused, or None if it may be planned.
 
-    `parent_depth` is the depth of the job whose run makes the follow-up (None
-    when a schedule's run makes it: that starts a new chain at depth 1).
+    `chain_size` is how many jobs the follow-up's chain would hold with it (its
+    root and every job descended from that root; a schedule's run starts a new
+    chain, of 1).
     """
     if made_in_run >= MAX_SCHEDULE_AT_PER_RUN:
         return f"a run may plan at most {MAX_SCHEDULE_AT_PER_RUN} jobs"
-    depth = 1 if parent_depth is None else parent_depth + 1
-    if depth > MAX_FOLLOW_UPS:
-        return f"a chain of jobs may hold at most {MAX_FOLLOW_UPS} follow-ups"
+    if chain_size > MAX_FOLLOW_UPS:
+        return f"a chain of jobs from one root may hold at most {MAX_FOLLOW_UPS} jobs in all"
     if run_at - now > MAX_AHEAD:
         return f"a job may be planned at most {MAX_AHEAD.days} days ahead"
     return None

@@ -152,5 +152,8 @@ class Store(Protocol):
     def kv_read(self, tenant: str, key: str) -> Any:
         """The committed value of a kv key (None when absent): a run's reads under its buffer."""
 
+    def chain_keys(self, tenant: str, root: str) -> set[str]:
+        """Keys of the jobs of the chain started by root job `root` (its own included), at most MAX_FOLLOW_UPS + 1."""
+
     def kv_keys(self, tenant: str, prefix: str) -> list[str]:
         """Committed kv keys starting with `prefix`, sorted."""

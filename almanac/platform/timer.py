@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -78,6 +78,7 @@ class Scheduler:
         self._fair: slots.FairQueue[Claim] = slots.FairQueue(tenant_max_share)
         self._avg_run_s: float | None = None  # the runs' average time, for the run limit
         self._unfinished_by: Counter[str] = Counter()  # claimed and not yet ended, per tenant
+        self._held_by: Counter[str] = Counter()  # claimed and not yet recorded, per tenant
         self._claims: dict[int, Claim] = {}  # claimed and not yet recorded, by run id: their leases are renewed
         self._served: dict[str, int] = {}  # tenant -> when it last claimed (a counter): least recent goes first
         self._serial = 0
@@ -183,10 +184,11 @@ class Scheduler:
             if now >= next_renewal:
                 self.renew_leases(now)
                 next_renewal = now + self.renew_every
-            # The tenant that claimed least recently goes first, so that when room is short
-            # (a herd at the top of the hour) every tenant's turn comes round.
+            # Tenants with nothing in hand go first (their due work waits on nobody), then the one
+            # that claimed least recently, so that when room is short (a herd at the top of the
+            # hour) every tenant's turn comes round.
             due = [t for t, at in list(self._wakes.items()) if at <= now]
-            for tenant in sorted(due, key=lambda t: self._served.get(t, 0)):
+            for tenant in sorted(due, key=lambda t: (self._held_by[t] > 0, self._served.get(t, 0))):
                 self._wakes[tenant] = self._tick_safely(tenant, now)
             with self._cond:
                 if self._stopping:
@@ -223,12 +225,16 @@ class Scheduler:
             # Claim only within the tenant's share of the capacity, and once its claims drained to
             # half of that (one claim transaction serves many runs); runs that ended and wait for their
             # record count until recorded, up to twice the capacity (the recorder lingers to batch them).
-            free = min(slots.claim_room(capacity, unfinished, mine, self.share), 2 * capacity - self._inflight)
+            # The recorder's backlog is shared too: no tenant holds more than its share of it.
+            held_room = min(2 * capacity - self._inflight,
+                            slots.share_of(2 * capacity, self.share) - self._held_by[tenant])
+            free = min(slots.claim_room(capacity, unfinished, mine, self.share), held_room)
             if free <= 0 or not slots.wants_refill(capacity, unfinished, mine, self.share):
                 self._starved.add(tenant)  # a finishing run wakes it
                 return now + self.idle
             self._inflight += free  # reserve the slots while the claim runs
             self._unfinished_by[tenant] += free
+            self._held_by[tenant] += free
             self._serial += 1
             self._served[tenant] = self._serial
         try:
@@ -237,10 +243,12 @@ class Scheduler:
             with self._cond:
                 self._inflight -= free
                 self._unfinished_by[tenant] -= free
+                self._held_by[tenant] -= free
         self._count_records(batch.recorded)
         with self._cond:
             self._inflight += len(batch.claims)
             self._unfinished_by[tenant] += len(batch.claims)
+            self._held_by[tenant] += len(batch.claims)
             self._claims.update((c.run_id, c) for c in batch.claims)
             self._fair.add(tenant, batch.claims)
         self._start_queued()
@@ -331,6 +339,7 @@ class Scheduler:
                 self._unrecorded -= len(claims)
             for claim in claims:
                 self._claims.pop(claim.run_id, None)
+                self._held_by[claim.tenant] -= 1
             self._wake_starved()
 
     def _wake_starved(self) -> None:
@@ -340,8 +349,9 @@ class Scheduler:
         capacity, unfinished = self.capacity, self._inflight - self._unrecorded
         if self._inflight >= 2 * capacity:
             return
-        ready = [t for t in self._starved
-                 if slots.wants_refill(capacity, unfinished, self._unfinished_by[t], self.share)]
+        held_cap = slots.share_of(2 * capacity, self.share)
+        ready = [t for t in self._starved if self._held_by[t] < held_cap
+                 and slots.wants_refill(capacity, unfinished, self._unfinished_by[t], self.share)]
         if ready:
             now = self.clock.now()
             for tenant in ready:
@@ -403,7 +413,10 @@ class Scheduler:
         if result.duration_ms:
             started = max(started, finished - timedelta(milliseconds=result.duration_ms))
         self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
-        return _Finished(claim, _outcome(result, started, elapsed), effects, finished, elapsed)
+        outcome = _outcome(result, started, elapsed)
+        if effects.refused and outcome.status != "succeeded":  # a platform limit: trying again cannot help
+            outcome = replace(outcome, retry=False, reason=f"refused by a platform limit ({effects.refused}); not retried")
+        return _Finished(claim, outcome, effects, finished, elapsed)
 
     def _prepare(self, claim: Claim) -> tuple[datetime, RunEffects, dict, float]:
         """The run's start: its lag metric, its effects buffer and the event the script sees."""
@@ -411,7 +424,8 @@ class Scheduler:
         effects = RunEffects(
             lambda key: self.store.kv_read(claim.tenant, key),
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
-            now=started, job_depth=claim.job_depth,
+            now=started, job_depth=claim.job_depth, job_root=claim.job_root,
+            chain=lambda root: self.store.chain_keys(claim.tenant, root),
         )
         return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
 

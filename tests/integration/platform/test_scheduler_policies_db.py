@@ -257,21 +257,29 @@ def test_effects_apply_only_when_the_run_succeeds(world: World) -> None:
     assert good_run.output == '["count"]'
 
 
-def test_follow_up_chain_is_bounded(world: World) -> None:
-    def again(source, event, caps):
-        caps.schedule_at("2026-11-21T09:00:00Z", None, "loop")
+def test_a_chain_holds_at_most_100_jobs_in_all_and_a_refused_run_is_not_retried(world: World) -> None:
+    # Each run plans 10 follow-ups: counting depth let this reach 1,110 jobs in three levels.
+    def fan_out(source, event, caps):
+        at = (world.clock.now() + timedelta(seconds=1)).isoformat()
+        for i in range(10):
+            caps.schedule_at(at, None, f"{event['jobKey']}.{i}")
 
-    world.behaviour = again
-    world.put_job("loop", world.add_script(), world.clock.now(), max_attempts=1)
+    world.behaviour = fan_out
+    world.put_job("root", world.add_script(), world.clock.now(), max_attempts=3)
+    for _ in range(4):
+        _drain(world)
+        world.clock.advance(seconds=60)  # past every retry's backoff
     with world.session() as s:
-        from sqlalchemy import update
+        from sqlalchemy import func, select
 
         from almanac.platform.models import Job
 
-        s.execute(update(Job).values(depth=policies.MAX_FOLLOW_UPS))
-    world.tick()
-    (run,) = world.runs()
-    assert run.status == "failed" and "chain" in run.error
+        # root + 10 + 8 x 10: the ninth run's tenth follow-up would be the 101st, so that run fails
+        # and, all or nothing, plans none of its ten; so does every later one.
+        assert s.execute(select(func.count()).select_from(Job).where(Job.root_key == "root")).scalar_one() == 91
+    refused = world.runs(status="failed")
+    assert refused and all("chain" in r.error and "not retried" in r.reason for r in refused)
+    assert {r.attempt for r in world.runs()} == {1}
 
 
 def test_capability_errors() -> None:
@@ -279,7 +287,8 @@ def test_capability_errors() -> None:
 
     from almanac.platform.effects import RunEffects
 
-    caps = RunEffects(lambda k: None, lambda p: [], now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=0)
+    caps = RunEffects(lambda k: None, lambda p: [], now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=0,
+                      job_root="root", chain=lambda root: {f"j{i}" for i in range(100)})
     for call in (
         lambda: caps.kv_set("x" * 513, 1),
         lambda: caps.kv_set("k", "x" * 70_000),
@@ -288,6 +297,7 @@ def test_capability_errors() -> None:
         lambda: caps.schedule_at("2026-01-02T00:00:00", None),
         lambda: caps.schedule_at("2028-01-02T00:00:00Z", None),
         lambda: caps.emit("", None),
+        lambda: caps.schedule_at("2026-01-02T00:00:00Z", None, "one-more"),  # the chain holds 100 already
     ):
         with pytest.raises(CapabilityError):
             call()

@@ -143,11 +143,11 @@ def test_lease_is_timeout_plus_margin() -> None:
 
 def test_follow_up_guards(clock: ManualClock) -> None:
     now = clock.now()
-    assert policies.follow_up_problem(None, now + timedelta(days=1), now, 0) is None
-    assert policies.follow_up_problem(policies.MAX_FOLLOW_UPS - 1, now, now, 0) is None
-    assert "chain" in policies.follow_up_problem(policies.MAX_FOLLOW_UPS, now, now, 0)
-    assert "days ahead" in policies.follow_up_problem(0, now + timedelta(days=367), now, 0)
-    assert "at most" in policies.follow_up_problem(0, now, now, policies.MAX_SCHEDULE_AT_PER_RUN)
+    assert policies.follow_up_problem(1, now + timedelta(days=1), now, 0) is None
+    assert policies.follow_up_problem(policies.MAX_FOLLOW_UPS, now, now, 0) is None
+    assert "chain" in policies.follow_up_problem(policies.MAX_FOLLOW_UPS + 1, now, now, 0)
+    assert "days ahead" in policies.follow_up_problem(1, now + timedelta(days=367), now, 0)
+    assert "at most" in policies.follow_up_problem(1, now, now, policies.MAX_SCHEDULE_AT_PER_RUN)
 
 
 def test_priority_orders_claims_among_occurrences_due_together() -> None:
