@@ -31,7 +31,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-CLAIM_AHEAD = 8  # claims held per run slot, at most (before: 16, with leases that lapsed in the queue)
+CLAIM_AHEAD = 16  # claims held per run slot, at most (a tenant alone takes its share: half of them)
 TARGET_WAIT_S = 0.25  # a run handed to the runner should start within about this long
 EWMA_WEIGHT = 0.1  # weight of the latest run in the average run time
 

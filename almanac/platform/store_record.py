@@ -25,7 +25,7 @@ from sqlalchemy import bindparam, delete, null, select, update
 from sqlalchemy.orm import Session
 
 from almanac.db import upsert_insert
-from almanac.platform import planning, policies
+from almanac.platform import failures, planning, policies
 from almanac.platform.bulk import Bulk
 from almanac.platform.effects import RunEffects
 from almanac.platform.models import (
@@ -172,6 +172,7 @@ class RecordMixin:
         for (claim, outcome, effects, now), _ in ok:
             if outcome.status == "succeeded" and effects is not None:
                 self._apply(s, claim, effects, now)
+        failures.record_endings(s, [(c, o) for (c, o, _, _), r in ok if r is None], max(now for (*_, now), _ in ok))
         latest = max(now for (*_, now), _ in ok)
         schedules = sorted({c.schedule_id for (c, *_), _ in ok if c.schedule_id is not None})
         if schedules:
