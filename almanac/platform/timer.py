@@ -1,19 +1,17 @@
 """The timer: per tenant, claim what is due, run it, record it, sleep until the next due time.
 
-One loop thread keeps, for every tenant, the time it next needs attention
-(background/000's timer per tenant, without a thread per tenant). Ticking a
-tenant claims due occurrences from the store (which plans the next ones in the
-same transaction) and starts the claims' runs, at most `workers` at a time (the
-rest wait in a queue): through the runner's `submit` when it has one (the
-sandbox pool calls back when a run ends, so no thread waits per run), else on a
-thread pool. The server's event loop is never blocked. Finished runs go to one
-recorder thread, which records whatever has finished meanwhile in one
-transaction per tenant (each record still fenced by its own lease token), so a
-burst costs a few transactions, not one per run; while other runs are still out
-it first lingers `RECORD_LINGER_S` so that runs finishing a few at a time (as
-sandboxed ones do) still share a transaction. After a tick the tenant
-sleeps until its earliest `due_at`, at most `idle_s` so that changes made by
-other processes are seen on SQLite (PostgreSQL LISTEN/NOTIFY will call `wake`).
+One loop thread keeps, for every tenant, the time it next needs attention. Ticking
+a tenant claims due occurrences (the store plans the next ones in the same
+transaction) within the tenant's share of the claim capacity, and queues them in
+the tenant's own queue; free run slots go round robin between tenants
+(`slots.FairQueue`), at most `run_limit` runs out at once, through the runner's
+`submit` (the sandbox pool calls back when a run ends) or a thread pool. The
+leases of every claim not yet recorded are renewed a third of the margin apart,
+so waiting never looks like dying. Finished runs go to one recorder thread,
+which records them many per transaction per tenant (each fenced by its own lease
+token), lingering `RECORD_LINGER_S` while other runs are out so that they share
+a transaction. A run's start is when its script started (the runner reports how
+long it ran), not when it was handed over.
 
 Nothing here decides policy or holds schedules: the database is the truth and
 any number of processes may run this loop for the same tenants.
@@ -25,45 +23,32 @@ import logging
 import os
 import queue
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from almanac.platform.clock import Clock
 from almanac.platform.effects import RunEffects
-from almanac.platform.metrics import SchedulerMetrics, get_metrics
 from almanac.platform import slots
+from almanac.platform.metrics import SchedulerMetrics, get_metrics
 from almanac.platform.policies import LEASE_MARGIN_S
 from almanac.platform.runner import Runner, RunOutcome, broken
 from almanac.platform.store import Claim, Outcome, Store
+from almanac.platform.timer_record import RECORD_LINGER_S, RecorderMixin, _Finished
 
 log = logging.getLogger("almanac.scheduler")
 
 
-RECORD_BATCH = 256  # finished runs recorded in one transaction, at most
-RECORD_LINGER_S = 0.02  # while other runs are out, the recorder waits this long to gather more records
 
 
 def default_workers() -> int:
     return max(2, os.cpu_count() or 2)
 
 
-@dataclass(frozen=True)
-class _Finished:
-    """A run that has ended and waits for its record."""
-
-    claim: Claim
-    outcome: Outcome
-    effects: RunEffects
-    finished_at: datetime
-    elapsed_s: float
-
-
-class Scheduler:
+class Scheduler(RecorderMixin):
     def __init__(
         self, store: Store, runner: Runner, clock: Clock, tenants: Callable[[], Iterable[str]], *,
         workers: int | None = None, metrics: SchedulerMetrics | None = None,
@@ -434,86 +419,6 @@ class Scheduler:
             return self.runner.run(claim.source, event, claim.timeout_ms, claim.memory_mb, effects)
         except Exception as exc:
             return _runner_broke(claim, exc)
-
-    # -- recording ----------------------------------------------------------------------
-
-    def _record_loop(self) -> None:
-        stopping = False
-        while not stopping:
-            items = [self._finished.get()]
-            if items[0] is not None and self._inflight > 1 and self.record_linger_s > 0:
-                # Other runs are out: let a few of them finish too, so that one transaction records
-                # many (each transaction costs about as much CPU as a dozen of its records).
-                time.sleep(self.record_linger_s)
-            while len(items) < RECORD_BATCH:
-                try:
-                    items.append(self._finished.get_nowait())
-                except queue.Empty:
-                    break
-            stopping = None in items
-            done = [item for item in items if item is not None]
-            by_tenant: dict[str, list[_Finished]] = {}
-            for item in done:
-                by_tenant.setdefault(item.claim.tenant, []).append(item)
-            for group in by_tenant.values():
-                try:
-                    self._record(group)
-                except Exception:  # never let the recorder die: the slots must come back
-                    log.exception("run.record_failed", extra={"event": "run.record_failed"})
-                finally:
-                    self._release([d.claim for d in group])
-
-    def _record(self, group: list[_Finished]) -> None:
-        """Record a tenant's finished runs in one transaction; if that fails, one by one."""
-        try:
-            applied: list[bool | None] = list(self.store.finish_many(
-                [(d.claim, d.outcome, d.effects, d.finished_at) for d in group]))
-        except Exception:
-            log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(group)})
-            # One bad record (say, an effect the database refuses) costs only its own run.
-            applied = [self._finish_one(d) for d in group]
-        wake = False
-        for d, ok in zip(group, applied):
-            if ok is not None:
-                wake = self._after_record(d, ok) or wake
-        if wake:
-            self._wake_soon(group[0].claim.tenant)  # once for the group: its tenant is the same
-
-    def _finish_one(self, d: _Finished) -> bool | None:
-        """Record one run; if that fails, end it `failed` with the reason (SPEC section 9).
-
-        None when even that failed (the database is gone, say): the lease then lapses and
-        the next claim ends the attempt.
-        """
-        try:
-            return self.store.finish(d.claim, d.outcome, d.effects, d.finished_at)
-        except Exception as exc:
-            log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
-            problem = exc
-        try:
-            return self.store.finish_unrecordable(d.claim, d.outcome, problem, d.finished_at)
-        except Exception:
-            log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
-            return None
-
-    def _after_record(self, done: _Finished, applied: bool) -> bool:
-        """Metrics and the run's log line; True if the tenant should be looked at again now."""
-        claim, outcome = done.claim, done.outcome
-        self.metrics.runs_with(outcome.status if applied else "fenced").inc()
-        self.metrics.duration.observe(done.elapsed_s)
-        if log.isEnabledFor(logging.INFO):
-            log.info("run.finished", extra={
-                "event": "run.finished", "tenant": claim.tenant, "run_id": claim.run_id,
-                "schedule_id": claim.schedule_id, "job_key": claim.job_key, "attempt": claim.attempt,
-                "status": outcome.status, "applied": applied, "duration_ms": outcome.duration_ms,
-                "lag_s": round((outcome.started_at - claim.scheduled_for).total_seconds(), 3),
-            })
-        # Follow-ups, or occurrences queued behind this one, may be due now.
-        return applied and bool(done.effects.jobs or claim.schedule_id is not None)
-
-    def _wake_soon(self, tenant: str) -> None:
-        if self._thread is not None:
-            self.wake(tenant)
 
     # -- synchronous use (tests, `run now`) ------------------------------------------------
 
