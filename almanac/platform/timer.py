@@ -206,15 +206,8 @@ class Scheduler(RecorderMixin):
     def _tick(self, tenant: str, now: datetime) -> datetime:
         """Claim what is due for one tenant; return when to look at it again."""
         with self._cond:
-            capacity, unfinished, mine = self.capacity, self._inflight - self._unrecorded, self._unfinished_by[tenant]
-            # Claim only within the tenant's share of the capacity, and once its claims drained to
-            # half of that (one claim transaction serves many runs); runs that ended and wait for their
-            # record count until recorded, up to twice the capacity (the recorder lingers to batch them).
-            # The recorder's backlog is shared too: no tenant holds more than its share of it.
-            held_room = min(2 * capacity - self._inflight,
-                            slots.share_of(2 * capacity, self.share) - self._held_by[tenant])
-            free = min(slots.claim_room(capacity, unfinished, mine, self.share), held_room)
-            if free <= 0 or not slots.wants_refill(capacity, unfinished, mine, self.share):
+            free = self._room(tenant)
+            if free <= 0:
                 self._starved.add(tenant)  # a finishing run wakes it
                 return now + self.idle
             self._inflight += free  # reserve the slots while the claim runs
@@ -303,7 +296,7 @@ class Scheduler(RecorderMixin):
             self._unfinished_by[claim.tenant] -= 1
             if done is not None:
                 self._unrecorded += 1
-                self._learn_run_time(done)
+                self._learn_run_time(done, getattr(result, "duration_ms", 0) or 0)
             self._wake_starved()
         if done is None:
             self._release([claim], recorded=False)
@@ -311,9 +304,34 @@ class Scheduler(RecorderMixin):
             self._finished.put(done)  # the recorder releases the slot once recorded
         self._start_queued()
 
-    def _learn_run_time(self, done: _Finished) -> None:
-        """(Holding the condition.) Fold a run's own time into the average the run limit follows."""
-        run_s = done.outcome.duration_ms / 1000 if done.outcome.duration_ms else done.elapsed_s
+    def _room(self, tenant: str, holders: int | None = None) -> int:
+        """(Holding the condition.) How many runs `tenant` may claim now; 0: wait for room.
+
+        Within the capacity (runs that ended count until recorded, up to twice it: the recorder
+        lingers to batch them) and, once the claims drained to half, up to the tenant's share of
+        it, and of the recorder's backlog, while other tenants hold claims (alone, it may take
+        all). A tenant with nothing in hand may always claim its share of the run slots: its
+        due work then waits on nobody, whatever the others hold.
+        """
+        capacity, unfinished, mine = self.capacity, self._inflight - self._unrecorded, self._unfinished_by[tenant]
+        held = self._held_by[tenant]
+        floor = slots.share_of(self.run_limit, self.share) if held == 0 else 0
+        if holders is None:
+            holders = sum(1 for n in self._held_by.values() if n > 0)
+        share = self.share if holders - (held > 0) > 0 else 1.0  # others hold claims: shares apply
+        room = min(slots.claim_room(capacity, unfinished, mine, share), 2 * capacity - self._inflight,
+                   slots.share_of(2 * capacity, share) - held)
+        if not slots.wants_refill(capacity, unfinished, mine, share):
+            room = 0
+        return max(room, floor)
+
+    def _learn_run_time(self, done: _Finished, reported_ms: int) -> None:
+        """(Holding the condition.) Fold a run's own time into the average the run limit follows.
+
+        A runner with `submit` says how long each run ran (0: under a millisecond); the time
+        since hand-over would count its queue too. A thread of our own runs at once: its time is it.
+        """
+        run_s = max(reported_ms, 0.5) / 1000 if self._pool is None else done.elapsed_s
         avg = self._avg_run_s
         self._avg_run_s = run_s if avg is None else avg + slots.EWMA_WEIGHT * (run_s - avg)
 
@@ -331,12 +349,10 @@ class Scheduler(RecorderMixin):
         """(Holding the condition.) Wake the tenants that found no room once they have room again."""
         if not self._starved:
             return
-        capacity, unfinished = self.capacity, self._inflight - self._unrecorded
-        if self._inflight >= 2 * capacity:
+        if self._inflight >= 2 * self.capacity:
             return
-        held_cap = slots.share_of(2 * capacity, self.share)
-        ready = [t for t in self._starved if self._held_by[t] < held_cap
-                 and slots.wants_refill(capacity, unfinished, self._unfinished_by[t], self.share)]
+        holders = sum(1 for n in self._held_by.values() if n > 0)
+        ready = [t for t in self._starved if self._room(t, holders) > 0]
         if ready:
             now = self.clock.now()
             for tenant in ready:
