@@ -145,3 +145,16 @@ def test_kv(api: Any) -> None:
     assert client.delete("/api/v1/kv/a/b").status_code == 204
     assert client.get("/api/v1/kv/a/b").status_code == 404
     assert client.put("/api/v1/kv/big", json={"value": "x" * 70_000}).status_code == 422
+
+
+def test_pause_after_failures_is_set_shown_and_checked(api: Any) -> None:
+    admin = api("admin")
+    sid = _script(admin)
+    body = {"name": "watch", "script_id": sid, "rule": "every minute", "pause_after_failures": 3}
+    created = admin.post("/api/v1/schedules", json=body)
+    assert created.status_code == 201, created.text
+    assert (created.json()["pause_after_failures"], created.json()["paused_reason"]) == (3, None)
+    patched = admin.patch(f"/api/v1/schedules/{created.json()['id']}", json={"pause_after_failures": None})
+    assert patched.status_code == 200 and patched.json()["pause_after_failures"] is None
+    bad = admin.post("/api/v1/schedules", json={**body, "pause_after_failures": 0})
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "validation_error"
