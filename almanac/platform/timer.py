@@ -67,6 +67,7 @@ class Scheduler(RecorderMixin):
         self._claims: dict[int, Claim] = {}  # claimed and not yet recorded, by run id: their leases are renewed
         self._served: dict[str, int] = {}  # tenant -> when it last claimed (a counter): least recent goes first
         self._serial = 0
+        self._due_now = 0  # tenants the loop found due in its current pass
         # Leases are renewed while their runs wait and run, a third of the margin apart, so only a
         # process that stopped loses its runs (SPEC section 11).
         margin = getattr(store, "lease_margin_s", LEASE_MARGIN_S)
@@ -173,6 +174,7 @@ class Scheduler(RecorderMixin):
             # that claimed least recently, so that when room is short (a herd at the top of the
             # hour) every tenant's turn comes round.
             due = [t for t, at in list(self._wakes.items()) if at <= now]
+            self._due_now = len(due)  # several tenants due together (a herd): shares apply from the first
             for tenant in sorted(due, key=lambda t: (self._held_by[t] > 0, self._served.get(t, 0))):
                 self._wakes[tenant] = self._tick_safely(tenant, now)
             with self._cond:
@@ -318,7 +320,8 @@ class Scheduler(RecorderMixin):
         floor = slots.share_of(self.run_limit, self.share) if held == 0 else 0
         if holders is None:
             holders = sum(1 for n in self._held_by.values() if n > 0)
-        share = self.share if holders - (held > 0) > 0 else 1.0  # others hold claims: shares apply
+        others = holders - (held > 0) > 0 or self._due_now > 1
+        share = self.share if others else 1.0  # others hold claims, or are due too: shares apply
         room = min(slots.claim_room(capacity, unfinished, mine, share), 2 * capacity - self._inflight,
                    slots.share_of(2 * capacity, share) - held)
         if not slots.wants_refill(capacity, unfinished, mine, share):
