@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     timer_lease_s: float = Field(
         default=10.0, gt=0, le=3600,
         description="PostgreSQL scale-out: how long a process holds a tenant's timer without renewing it")
+    tenant_max_share: float = Field(
+        default=0.5, gt=0, le=1,
+        description="no tenant takes more than this share of the run slots while other tenants wait (SPEC section 11)")
     sandbox_processes: int | None = Field(
         default=None, ge=0, le=64,
         description="sandbox worker processes; unset: one per core; 0 runs scripts in threads of this process")

@@ -275,7 +275,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     holder: list[Scheduler] = []
     leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug),
                           ttl_s=settings.timer_lease_s)
-    timer = Scheduler(store, runner, clock, leases.owned, workers=in_flight)
+    timer = Scheduler(store, runner, clock, leases.owned, workers=in_flight,
+                      tenant_max_share=settings.tenant_max_share, parallel=getattr(runner, "processes", None))
     holder.append(timer)
     # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work.
     dispatcher = Dispatcher(db, clock, settings, leases.owned)

@@ -83,12 +83,18 @@ class RunEffects:
         now: datetime,
         job_depth: int | None,
         quota: Callable[[], tuple[quotas.Quotas, int, int, int]] | None = None,
+        job_root: str | None = None,
+        chain: Callable[[str], set[str]] | None = None,
     ) -> None:
         self._read, self._keys = read, keys
         self._now, self._job_depth = now, job_depth
         # Quotas: (quotas, kv keys, kv bytes, pending jobs) as committed, read on the first write that
         # counts; then the run's own writes are charged on top (`_charged`: bytes per key it set).
         self._quota, self._state, self._charged = quota, None, {}
+        # A job's run: its follow-ups join the chain of `job_root`, whose jobs' keys `chain` reads (once).
+        self._job_root, self._chain = job_root, chain
+        self._chain_keys: set[str] | None = None
+        self.refused: str | None = None  # the platform limit a call was refused for: the run is not retried
         self.kv: dict[str, Any] = {}  # key -> JSON text, or _DELETED
         self.events: list[tuple[str, str]] = []
         self.jobs: dict[str, JobUpsert] = {}
@@ -164,8 +170,17 @@ class RunEffects:
     def emit(self, topic: str, data: Any = None) -> None:
         _text(topic, "an event topic", TOPIC_MAX)
         if len(self.events) >= MAX_EMITS_PER_RUN:
-            raise CapabilityError(f"a run may emit at most {MAX_EMITS_PER_RUN} events")
+            self.refused = f"a run may emit at most {MAX_EMITS_PER_RUN} events"
+            raise CapabilityError(self.refused)
         self.events.append((topic, _dumps(data, "event data", EVENT_DATA_MAX)))
+
+    def _chain_size(self, key: str) -> int:
+        """Jobs the chain would hold with `key` in it: its root's jobs and this run's follow-ups."""
+        if self._job_root is None or self._chain is None:
+            return 1  # a schedule's (or a manual) run: each follow-up starts its own chain
+        if self._chain_keys is None:
+            self._chain_keys = set(self._chain(self._job_root))
+        return len(self._chain_keys | set(self.jobs) | {key})
 
     def schedule_at(self, when: str, payload: Any = None, key: str | None = None) -> dict[str, Any]:
         run_at = parse_when(when)
@@ -173,8 +188,10 @@ class RunEffects:
             key = "job-" + uuid.uuid4().hex
         _text(key, "a job key", JOB_KEY_MAX)
         made = len(self.jobs) - (1 if key in self.jobs else 0)
-        problem = policies.follow_up_problem(self._job_depth, run_at, self._now, made)
+        problem = policies.follow_up_problem(self._chain_size(key), run_at, self._now, made)
         if problem:
+            if "days ahead" not in problem:  # a limit of the platform, not a mistake of the call
+                self.refused = problem
             raise CapabilityError(problem)
         state = self._quota_state()
         if state is not None and key not in self.jobs and state[3] + len(self.jobs) + 1 > state[0].pending_jobs:

@@ -123,6 +123,10 @@ class Schedule(TenantBase):
     max_attempts: Mapped[int] = mapped_column(Integer)
     retry_backoff_s: Mapped[int] = mapped_column(Integer)
     priority: Mapped[int] = mapped_column(Integer)
+    # SPEC section 7: after this many final failures in a row (None: never) the schedule pauses itself.
+    pause_after_failures: Mapped[int | None] = mapped_column(Integer)
+    failures_in_row: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    paused_reason: Mapped[str | None] = mapped_column(String(200))
     # Bumped by every change of rule or timing: occurrences planned under an older
     # version are dropped, not run (background/001's version check).
     version: Mapped[int] = mapped_column(Integer)

@@ -6,14 +6,17 @@ timer never decides anything itself. Tests drive these with a ManualClock.
 
 The numbers, in one place:
 
-- MISFIRE_GRACE_S = 60: an occurrence that starts less than a minute after its
-  time is merely late (busy workers), not missed; `misfire` applies beyond it.
-  Tenants' rules fire at most once a minute by default, so one grace period
-  never hides a whole occurrence.
+- MISFIRE_GRACE_S = 60: an occurrence more than a minute late is missed even if
+  its schedule's next occurrence is not due yet; one whose next occurrence fell
+  due before it could start is missed sooner (a 2-second schedule after a 10 s
+  outage has missed five); `misfire` applies to missed ones.
 - LEASE_MARGIN_S = 30: a claimed run holds its lease for the script's timeout
   plus this margin; only after that may another process declare it dead.
 - MAX_FOLLOW_UPS = 100: a chain of jobs made by `almanac.schedule.at` from one
-  root job may hold at most 100 follow-ups (the root is depth 0).
+  root job holds at most 100 jobs in all, the root included (SPEC section 8):
+  every job descended from it counts, not the depth (10 per level reached
+  1,110 jobs when depth was counted). A run refused for this, or any other
+  platform limit, is not retried.
 - MAX_AHEAD = 366 days: a follow-up may not be planned further ahead.
 - MAX_SCHEDULE_AT_PER_RUN = 50: upserts one run may make.
 - MAX_MISSED_RECORDED = 100: skipped/expired history rows written for one
@@ -69,21 +72,28 @@ class MisfirePlan:
 def plan_misfire(policy: Policy, due_times: list[datetime], now: datetime) -> MisfirePlan:
     """Split a schedule's due times (all <= now, ascending) into run / skipped / expired.
 
-    A time later than MISFIRE_GRACE_S is missed. Missed times older than the
-    catch-up window expire. Among the rest: `run_once` runs only the latest
-    (the others are recorded skipped: coalesced), `run_all` runs each in order,
-    `skip` runs only those that are not missed.
+    A time is *missed* (SPEC section 7) when it could not start before the
+    schedule's next occurrence fell due, or when it is more than
+    MISFIRE_GRACE_S late, whichever comes first. Every due time but the last
+    has its successor in the list (due too), so all of them are missed; the
+    last is missed only if it is more than the grace late. Missed times older
+    than the catch-up window expire. Among the other missed ones: `run_once`
+    runs one catch-up run carrying the latest missed time (the others are
+    recorded skipped: coalesced), `run_all` runs each in order, `skip` runs
+    none. A time that is not missed runs whatever the policy.
     """
+    if not due_times:
+        return MisfirePlan()
     window = timedelta(seconds=policy.catchup_window_s)
-    grace = timedelta(seconds=MISFIRE_GRACE_S)
-    expired = [t for t in due_times if now - t > grace and now - t > window]
-    candidates = [t for t in due_times if t not in expired]
+    last = due_times[-1]
+    on_time = [] if now - last > timedelta(seconds=MISFIRE_GRACE_S) else [last]
+    missed = due_times[:-1] if on_time else list(due_times)
+    expired = [t for t in missed if now - t > window]
+    missed = [t for t in missed if now - t <= window]
     if policy.misfire == "run_all":
-        return MisfirePlan(run=candidates, expired=expired)
+        return MisfirePlan(run=missed + on_time, expired=expired)
     if policy.misfire == "run_once":
-        return MisfirePlan(run=candidates[-1:], skipped=candidates[:-1], expired=expired)
-    on_time = [t for t in candidates if now - t <= grace]
-    missed = [t for t in candidates if now - t > grace]
+        return MisfirePlan(run=missed[-1:] + on_time, skipped=missed[:-1], expired=expired)
     return MisfirePlan(run=on_time, skipped=missed, expired=expired)
 
 
@@ -127,17 +137,17 @@ def lease_until(now: datetime, timeout_ms: int, margin_s: float = LEASE_MARGIN_S
     return now + timedelta(milliseconds=timeout_ms) + timedelta(seconds=margin_s)
 
 
-def follow_up_problem(parent_depth: int | None, run_at: datetime, now: datetime, made_in_run: int) -> str | None:
+def follow_up_problem(chain_size: int, run_at: datetime, now: datetime, made_in_run: int) -> str | None:
     """Why a script's `schedule.at` must be refused, or None if it may be planned.
 
-    `parent_depth` is the depth of the job whose run makes the follow-up (None
-    when a schedule's run makes it: that starts a new chain at depth 1).
+    `chain_size` is how many jobs the follow-up's chain would hold with it (its
+    root and every job descended from that root; a schedule's run starts a new
+    chain, of 1).
     """
     if made_in_run >= MAX_SCHEDULE_AT_PER_RUN:
         return f"a run may plan at most {MAX_SCHEDULE_AT_PER_RUN} jobs"
-    depth = 1 if parent_depth is None else parent_depth + 1
-    if depth > MAX_FOLLOW_UPS:
-        return f"a chain of jobs may hold at most {MAX_FOLLOW_UPS} follow-ups"
+    if chain_size > MAX_FOLLOW_UPS:
+        return f"a chain of jobs from one root may hold at most {MAX_FOLLOW_UPS} jobs in all"
     if run_at - now > MAX_AHEAD:
         return f"a job may be planned at most {MAX_AHEAD.days} days ahead"
     return None

@@ -153,6 +153,7 @@ def create_schedule(s: Session, rules: planning.Rules, fields: dict[str, Any], *
         name=fields["name"], script_id=fields["script_id"], rule_text=fields["rule"], input_kind=rec.input_kind,
         rrule=rec.canonical, timezone=rec.timezone, payload=dumps(fields.get("payload")),
         enabled=fields["enabled"], priority=fields["priority"], version=1, created_at=now, updated_at=now,
+        pause_after_failures=fields.get("pause_after_failures"),
         **{name: fields[name] for name in POLICY_FIELDS},
     )
     s.add(sch)
@@ -180,7 +181,7 @@ def update_schedule(s: Session, rules: planning.Rules, schedule_id: int, changes
         sch.rule_text, sch.input_kind, sch.rrule, sch.timezone = rule, rec.input_kind, rec.canonical, rec.timezone
     if "payload" in changes:
         sch.payload = dumps(changes["payload"])
-    for name in ("name", "script_id", *PLAN_FIELDS, *POLICY_FIELDS):
+    for name in ("name", "script_id", "pause_after_failures", *PLAN_FIELDS, *POLICY_FIELDS):
         if name in changes:
             setattr(sch, name, changes[name])
     sch.updated_at = now
@@ -196,6 +197,8 @@ def set_enabled(s: Session, rules: planning.Rules, schedule_id: int, enabled: bo
     sch = get_schedule(s, schedule_id)
     if note is not None:
         sch.pause_note = note[:PAUSE_NOTE_MAX]
+    if enabled:  # a resumed schedule counts its failures afresh
+        sch.failures_in_row, sch.paused_reason = 0, None
     if sch.enabled != enabled:
         sch.enabled, sch.version, sch.updated_at = enabled, sch.version + 1, now
         planning.replan_schedule(s, sch, now, rules)  # resuming plans from now: a pause is not a misfire

@@ -75,6 +75,7 @@ class Outcome:
     logs: list[str] = field(default_factory=list)
     duration_ms: int = 0
     reason: str | None = None
+    retry: bool = True  # False: not retried whatever the policy (a platform limit, a result that cannot be stored)
 
 
 @dataclass
@@ -125,6 +126,23 @@ class Store(Protocol):
         the transaction fails, none is recorded.
         """
 
+    def renew_leases(self, tenant: str, claims: Sequence[Claim], now: datetime) -> set[int]:
+        """Extend the leases of claims still held (waiting for a slot or running) to `now` + timeout + margin.
+
+        Returns the run ids of those no longer held (recorded meanwhile, or their lease
+        lapsed and another process took the occurrence over); the others' leases, and
+        their `due_at`, now end later. Waiting is not dying (SPEC section 11).
+        """
+
+    def finish_unrecordable(self, claim: Claim, outcome: Outcome, problem: Exception, now: datetime) -> bool:
+        """`finish` for an attempt whose record failed: end it `failed`, with why, and nothing else.
+
+        Keeps only what surely stores (status, times, the error text with anything
+        that is not valid Unicode replaced, a reason naming the failure), drops the
+        output, logs and effects, and does not retry: the same result would fail the
+        same way. Fenced by the lease token like `finish`.
+        """
+
     def next_due_at(self, tenant: str) -> datetime | None:
         """The earliest `due_at` of the tenant (one index lookup), or None."""
 
@@ -133,6 +151,9 @@ class Store(Protocol):
 
     def kv_read(self, tenant: str, key: str) -> Any:
         """The committed value of a kv key (None when absent): a run's reads under its buffer."""
+
+    def chain_keys(self, tenant: str, root: str) -> set[str]:
+        """Keys of the jobs of the chain started by root job `root` (its own included), at most MAX_FOLLOW_UPS + 1."""
 
     def kv_keys(self, tenant: str, prefix: str) -> list[str]:
         """Committed kv keys starting with `prefix`, sorted."""

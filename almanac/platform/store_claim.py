@@ -302,7 +302,8 @@ class ClaimMixin:
         plan = policies.plan_misfire(policy, due, now)
         for status, times, reason in (
             ("expired", plan.expired, "older than catchup_window_s when the platform came back"),
-            ("skipped", plan.skipped, f"missed while the platform was down (misfire={policy.misfire})"),
+            ("skipped", plan.skipped, "missed: it could not start before its next occurrence fell due "
+                                      f"or within {policies.MISFIRE_GRACE_S} s (misfire={policy.misfire})"),
         ):
             for when in times[: policies.MAX_MISSED_RECORDED]:
                 self._record(s, batch, row, when, status, reason, now, own=when == row.scheduled_for)

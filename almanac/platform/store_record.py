@@ -25,7 +25,7 @@ from sqlalchemy import bindparam, delete, null, select, update
 from sqlalchemy.orm import Session
 
 from almanac.db import upsert_insert
-from almanac.platform import planning, policies
+from almanac.platform import failures, planning, policies
 from almanac.platform.bulk import Bulk
 from almanac.platform.effects import RunEffects
 from almanac.platform.models import (
@@ -65,6 +65,20 @@ RELEASE_QUEUED = update(O).where(O.c.schedule_id.in_(bindparam("b_ids", expandin
                                   O.c.status == QUEUED).values(due_at=bindparam("b_now"))
 
 
+ERROR_MAX = 64 * 1024  # characters of an error message kept when its record has to be simplified
+
+
+def valid_text(text: str) -> str:
+    """`text` with whatever is not a Unicode scalar value (a lone surrogate) replaced by "?"."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+_RENEW = Bulk(update(O).where(
+    O.c.id == bindparam("b_id"), O.c.lease_token == bindparam("b_token"), O.c.status == RUNNING,
+).values(lease_until=bindparam("b_lease"), due_at=bindparam("b_lease")))
+_TOKENS = select(O.c.id, O.c.lease_token).where(O.c.id.in_(bindparam("b_ids", expanding=True)))
+
+
 class _Fenced(Exception):
     """The optimistic release found an attempt that lost its lease: record the batch the careful way."""
 
@@ -74,6 +88,7 @@ class RecordMixin:
 
     db: Any
     is_postgres: bool
+    lease_margin_s: float
 
     def finish(self, claim: Claim, outcome: Outcome, effects: RunEffects | None, now: datetime) -> bool:
         return self.finish_many([(claim, outcome, effects, now)])[0]
@@ -99,9 +114,39 @@ class RecordMixin:
                 log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
         return applied
 
+    def renew_leases(self, tenant: str, claims: Sequence[Claim], now: datetime) -> set[int]:
+        """Extend the claims' leases from `now` (each its script's timeout + the margin); run ids not held.
+
+        One executemany fenced by each claim's own token; only when it changed fewer rows
+        than it was given are the rows read to tell which were lost (recorded meanwhile, or
+        taken over by another process after a lapse).
+        """
+        claims = [c for c in claims if c.occurrence_id is not None]
+        if not claims:
+            return set()
+        with self.db.tenant_session(tenant) as s:
+            conn = s.connection()
+            rows = [dict(b_id=c.occurrence_id, b_token=c.lease_token,
+                         b_lease=policies.lease_until(now, c.timeout_ms, self.lease_margin_s))
+                    for c in sorted(claims, key=lambda c: c.occurrence_id)]
+            if _RENEW.executemany(conn, rows) == len(rows):
+                return set()
+            current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in claims]}).all())
+        return {c.run_id for c in claims if current.get(c.occurrence_id) != c.lease_token}
+
+    def finish_unrecordable(self, claim: Claim, outcome: Outcome, problem: Exception, now: datetime) -> bool:
+        error = None if outcome.error is None else valid_text(outcome.error)[:ERROR_MAX]
+        reason = f"its result could not be recorded ({type(problem).__name__}); ended failed, not retried"
+        plain = Outcome(status="failed", started_at=outcome.started_at, error=error, error_line=outcome.error_line,
+                        duration_ms=outcome.duration_ms, reason=reason, retry=False)
+        log.error("run.unrecordable", extra={"event": "run.unrecordable", "run_id": claim.run_id,
+                                             "problem": type(problem).__name__})
+        return self.finish(claim, plain, None, now)
+
     def _finish_batch(self, s: Session, items: Sequence[Finish], *, optimistic: bool) -> list[bool]:
         conn = s.connection()
-        retries = [policies.retry_at(c.policy, o.status, c.attempt, now) for c, o, _, now in items]
+        retries = [policies.retry_at(c.policy, o.status, c.attempt, now) if o.retry else None
+                   for c, o, _, now in items]
         # The common case, an occurrence done for good, is released in bulk. An occurrence met twice
         # (a lapsed attempt and its retry) is fenced row by row, as are retries and manual runs.
         counts: dict[int, int] = {}
@@ -127,6 +172,7 @@ class RecordMixin:
         for (claim, outcome, effects, now), _ in ok:
             if outcome.status == "succeeded" and effects is not None:
                 self._apply(s, claim, effects, now)
+        failures.record_endings(s, [(c, o) for (c, o, _, _), r in ok if r is None], max(now for (*_, now), _ in ok))
         latest = max(now for (*_, now), _ in ok)
         schedules = sorted({c.schedule_id for (c, *_), _ in ok if c.schedule_id is not None})
         if schedules:

@@ -26,14 +26,14 @@ from sqlalchemy import bindparam, select
 
 from almanac.db import Database
 from almanac.platform import planning, policies, quotas
-from almanac.platform.models import KV, RUNNING, Run, Script, ScriptVersion
+from almanac.platform.models import KV, RUNNING, Job, Run, Script, ScriptVersion
 from almanac.platform.store import Claim
 from almanac.platform.store_claim import BACKLOG, NEXT_DUE, ClaimMixin
 from almanac.platform.store_record import ENDINGS, Finish, RecordMixin
 
 __all__ = ["ENDINGS", "Finish", "SqlStore"]
 
-R, KVT, SC, SV = Run.__table__, KV.__table__, Script.__table__, ScriptVersion.__table__
+R, KVT, SC, SV, J = Run.__table__, KV.__table__, Script.__table__, ScriptVersion.__table__, Job.__table__
 
 _KV_READ = select(KVT.c.value).where(KVT.c.key == bindparam("b_key"))
 
@@ -85,6 +85,11 @@ class SqlStore(ClaimMixin, RecordMixin):
         with self.db.tenant_session(tenant) as s:
             value = s.execute(_KV_READ, {"b_key": key}).scalar()
         return None if value is None else json.loads(value)
+
+    def chain_keys(self, tenant: str, root: str) -> set[str]:
+        with self.db.tenant_session(tenant) as s:
+            rows = s.execute(select(J.c.key).where(J.c.root_key == root).limit(policies.MAX_FOLLOW_UPS + 1))
+            return {r[0] for r in rows}
 
     def kv_keys(self, tenant: str, prefix: str) -> list[str]:
         escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -1,19 +1,17 @@
 """The timer: per tenant, claim what is due, run it, record it, sleep until the next due time.
 
-One loop thread keeps, for every tenant, the time it next needs attention
-(background/000's timer per tenant, without a thread per tenant). Ticking a
-tenant claims due occurrences from the store (which plans the next ones in the
-same transaction) and starts the claims' runs, at most `workers` at a time (the
-rest wait in a queue): through the runner's `submit` when it has one (the
-sandbox pool calls back when a run ends, so no thread waits per run), else on a
-thread pool. The server's event loop is never blocked. Finished runs go to one
-recorder thread, which records whatever has finished meanwhile in one
-transaction per tenant (each record still fenced by its own lease token), so a
-burst costs a few transactions, not one per run; while other runs are still out
-it first lingers `RECORD_LINGER_S` so that runs finishing a few at a time (as
-sandboxed ones do) still share a transaction. After a tick the tenant
-sleeps until its earliest `due_at`, at most `idle_s` so that changes made by
-other processes are seen on SQLite (PostgreSQL LISTEN/NOTIFY will call `wake`).
+One loop thread keeps, for every tenant, the time it next needs attention. Ticking
+a tenant claims due occurrences (the store plans the next ones in the same
+transaction) within the tenant's share of the claim capacity, and queues them in
+the tenant's own queue; free run slots go round robin between tenants
+(`slots.FairQueue`), at most `run_limit` runs out at once, through the runner's
+`submit` (the sandbox pool calls back when a run ends) or a thread pool. The
+leases of every claim not yet recorded are renewed a third of the margin apart,
+so waiting never looks like dying. Finished runs go to one recorder thread,
+which records them many per transaction per tenant (each fenced by its own lease
+token), lingering `RECORD_LINGER_S` while other runs are out so that they share
+a transaction. A run's start is when its script started (the runner reports how
+long it ran), not when it was handed over.
 
 Nothing here decides policy or holds schedules: the database is the truth and
 any number of processes may run this loop for the same tenants.
@@ -25,56 +23,55 @@ import logging
 import os
 import queue
 import threading
-import time
-from collections import deque
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from almanac.platform.clock import Clock
 from almanac.platform.effects import RunEffects
+from almanac.platform import slots
 from almanac.platform.metrics import SchedulerMetrics, get_metrics
+from almanac.platform.policies import LEASE_MARGIN_S
 from almanac.platform.runner import Runner, RunOutcome, broken, storable
 from almanac.platform.store import Claim, Outcome, Store
+from almanac.platform.timer_record import RECORD_LINGER_S, RecorderMixin, _Finished
 
 log = logging.getLogger("almanac.scheduler")
 
 
-RECORD_BATCH = 256  # finished runs recorded in one transaction, at most
-RECORD_LINGER_S = 0.02  # while other runs are out, the recorder waits this long to gather more records
 
 
 def default_workers() -> int:
     return max(2, os.cpu_count() or 2)
 
 
-@dataclass(frozen=True)
-class _Finished:
-    """A run that has ended and waits for its record."""
-
-    claim: Claim
-    outcome: Outcome
-    effects: RunEffects
-    finished_at: datetime
-    elapsed_s: float
-
-
-class Scheduler:
+class Scheduler(RecorderMixin):
     def __init__(
         self, store: Store, runner: Runner, clock: Clock, tenants: Callable[[], Iterable[str]], *,
         workers: int | None = None, metrics: SchedulerMetrics | None = None,
         idle_s: float = 5.0, tenants_every_s: float = 5.0, record_linger_s: float = RECORD_LINGER_S,
+        tenant_max_share: float = 0.5, parallel: int | None = None, renew_every_s: float | None = None,
     ) -> None:
         self.store, self.runner, self.clock, self.tenants = store, runner, clock, tenants
-        self.workers = workers or default_workers()
-        # Claim ahead of the pool (claims wait in its queue) so that one claim transaction serves
-        # many runs; refill only when half of that has drained (a low-water mark), not after every run.
-        # Runs that finished and wait for their record do not count against the mark (the recorder
-        # lingers to batch them), but every claimed run does until recorded, up to twice the capacity.
-        self.capacity = self.workers * 16
-        self.low_water = self.capacity // 2
+        self.workers = workers or default_workers()  # the most runs the runner accepts at once
+        # Runs that really execute at once (sandbox processes; threads otherwise): see `slots.run_limit`.
+        self.parallel = parallel or getattr(runner, "processes", 0) or self.workers
+        self.share = tenant_max_share
+        self._fair: slots.FairQueue[Claim] = slots.FairQueue(tenant_max_share)
+        self._avg_run_s: float | None = None  # the runs' average time, for the run limit
+        self._unfinished_by: Counter[str] = Counter()  # claimed and not yet ended, per tenant
+        self._held_by: Counter[str] = Counter()  # claimed and not yet recorded, per tenant
+        self._claims: dict[int, Claim] = {}  # claimed and not yet recorded, by run id: their leases are renewed
+        self._served: dict[str, int] = {}  # tenant -> when it last claimed (a counter): least recent goes first
+        self._serial = 0
+        self._due_now = 0  # tenants the loop found due in its current pass
+        # Leases are renewed while their runs wait and run, a third of the margin apart, so only a
+        # process that stopped loses its runs (SPEC section 11).
+        margin = getattr(store, "lease_margin_s", LEASE_MARGIN_S)
+        self.renew_every = timedelta(seconds=renew_every_s if renew_every_s is not None else margin / 3)
         self.metrics = metrics or get_metrics()
         self.idle = timedelta(seconds=idle_s)
         self.tenants_every = timedelta(seconds=tenants_every_s)
@@ -85,7 +82,6 @@ class Scheduler:
         self._backlogs: dict[str, int] = {}
         self._inflight = 0  # claimed and not yet recorded
         self._unrecorded = 0  # of those, finished: waiting for (or in) the recorder
-        self._queued: deque[Claim] = deque()  # claimed, waiting for one of the `workers` places
         self._running = 0  # runs started and not yet ended
         self._local = threading.local()  # `_start_queued` is running on this thread
         self._stopping = False
@@ -117,7 +113,7 @@ class Scheduler:
             self._thread.join(timeout)
             self._thread = None
         with self._cond:  # every claimed run still runs (its lease would only lapse otherwise)
-            while self._running or self._queued:
+            while self._running or self._fair:
                 self._cond.wait(0.1)
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=False)
@@ -150,9 +146,19 @@ class Scheduler:
         except Exception:
             log.exception("scheduler.runner_prepare_failed", extra={"event": "scheduler.runner_prepare_failed"})
 
+    @property
+    def run_limit(self) -> int:
+        """Runs handed to the runner at once (see `slots.run_limit`)."""
+        return slots.run_limit(self.parallel, self.workers, self._avg_run_s)
+
+    @property
+    def capacity(self) -> int:
+        """Runs claimed and not yet ended, at most: a few runs' wait ahead of the slots."""
+        return slots.CLAIM_AHEAD * self.run_limit
+
     def _loop(self) -> None:
         self._prepare_runner()
-        next_tenants = self.clock.now()
+        next_tenants = next_renewal = self.clock.now()
         while True:
             with self._cond:
                 if self._stopping:
@@ -161,12 +167,20 @@ class Scheduler:
             if now >= next_tenants:
                 self._refresh_tenants(now)
                 next_tenants = now + self.tenants_every
-            for tenant in [t for t, at in list(self._wakes.items()) if at <= now]:
+            if now >= next_renewal:
+                self.renew_leases(now)
+                next_renewal = now + self.renew_every
+            # Tenants with nothing in hand go first (their due work waits on nobody), then the one
+            # that claimed least recently, so that when room is short (a herd at the top of the
+            # hour) every tenant's turn comes round.
+            due = [t for t, at in list(self._wakes.items()) if at <= now]
+            self._due_now = len(due)  # several tenants due together (a herd): shares apply from the first
+            for tenant in sorted(due, key=lambda t: (self._held_by[t] > 0, self._served.get(t, 0))):
                 self._wakes[tenant] = self._tick_safely(tenant, now)
             with self._cond:
                 if self._stopping:
                     return
-                soonest = min([*self._wakes.values(), next_tenants, now + self.idle])
+                soonest = min([*self._wakes.values(), next_tenants, next_renewal, now + self.idle])
                 delay = (soonest - self.clock.now()).total_seconds()
                 if delay > 0:
                     self._cond.wait(delay)
@@ -194,21 +208,29 @@ class Scheduler:
     def _tick(self, tenant: str, now: datetime) -> datetime:
         """Claim what is due for one tenant; return when to look at it again."""
         with self._cond:
-            unfinished = self._inflight - self._unrecorded
-            free = min(self.capacity - unfinished, 2 * self.capacity - self._inflight)
-            if unfinished > self.low_water or free <= 0:
+            free = self._room(tenant)
+            if free <= 0:
                 self._starved.add(tenant)  # a finishing run wakes it
                 return now + self.idle
             self._inflight += free  # reserve the slots while the claim runs
+            self._unfinished_by[tenant] += free
+            self._held_by[tenant] += free
+            self._serial += 1
+            self._served[tenant] = self._serial
         try:
             batch = self.store.claim_due(tenant, now, free)
         finally:
             with self._cond:
                 self._inflight -= free
+                self._unfinished_by[tenant] -= free
+                self._held_by[tenant] -= free
         self._count_records(batch.recorded)
         with self._cond:
             self._inflight += len(batch.claims)
-            self._queued.extend(batch.claims)
+            self._unfinished_by[tenant] += len(batch.claims)
+            self._held_by[tenant] += len(batch.claims)
+            self._claims.update((c.run_id, c) for c in batch.claims)
+            self._fair.add(tenant, batch.claims)
         self._start_queued()
         if batch.full:
             return now
@@ -227,7 +249,7 @@ class Scheduler:
     # -- one run ------------------------------------------------------------------------
 
     def _start_queued(self) -> None:
-        """Start queued claims while fewer than `workers` runs are out (any thread).
+        """Start queued claims, fairly between tenants, while fewer than `run_limit` runs are out (any thread).
 
         A run that ends at once (the runner refused it, or called back before returning)
         calls this again from inside `_start`: that inner call returns at once and this
@@ -239,9 +261,11 @@ class Scheduler:
         try:
             while True:
                 with self._cond:
-                    if not self._queued or self._running >= self.workers:
+                    limit = self.run_limit
+                    picked = self._fair.pop(limit) if self._running < limit else None
+                    if picked is None:
                         return
-                    claim = self._queued.popleft()
+                    claim = picked[1]
                     self._running += 1
                 self._start(claim)
         finally:
@@ -270,36 +294,112 @@ class Scheduler:
             done = None
         with self._cond:  # counted before the recorder can release it
             self._running -= 1
+            self._fair.ended(claim.tenant)
+            self._unfinished_by[claim.tenant] -= 1
             if done is not None:
                 self._unrecorded += 1
+                self._learn_run_time(done, getattr(result, "duration_ms", 0) or 0)
             self._wake_starved()
         if done is None:
-            self._release(1, recorded=False)
+            self._release([claim], recorded=False)
         else:
             self._finished.put(done)  # the recorder releases the slot once recorded
         self._start_queued()
 
-    def _release(self, count: int, *, recorded: bool = True) -> None:
+    def _room(self, tenant: str, holders: int | None = None) -> int:
+        """(Holding the condition.) How many runs `tenant` may claim now; 0: wait for room.
+
+        Within the capacity (runs that ended count until recorded, up to twice it: the recorder
+        lingers to batch them) and, once the claims drained to half, up to the tenant's share of
+        it, and of the recorder's backlog, while other tenants hold claims (alone, it may take
+        all). A tenant with nothing in hand may always claim its share of the run slots: its
+        due work then waits on nobody, whatever the others hold.
+        """
+        capacity, unfinished, mine = self.capacity, self._inflight - self._unrecorded, self._unfinished_by[tenant]
+        held = self._held_by[tenant]
+        floor = slots.share_of(self.run_limit, self.share) if held == 0 else 0
+        if holders is None:
+            holders = sum(1 for n in self._held_by.values() if n > 0)
+        others = holders - (held > 0) > 0 or self._due_now > 1
+        share = self.share if others else 1.0  # others hold claims, or are due too: shares apply
+        room = min(slots.claim_room(capacity, unfinished, mine, share), 2 * capacity - self._inflight,
+                   slots.share_of(2 * capacity, share) - held)
+        if not slots.wants_refill(capacity, unfinished, mine, share):
+            room = 0
+        return max(room, floor)
+
+    def _learn_run_time(self, done: _Finished, reported_ms: int) -> None:
+        """(Holding the condition.) Fold a run's own time into the average the run limit follows.
+
+        A runner with `submit` says how long each run ran (0: under a millisecond); the time
+        since hand-over would count its queue too. A thread of our own runs at once: its time is it.
+        """
+        run_s = max(reported_ms, 0.5) / 1000 if self._pool is None else done.elapsed_s
+        avg = self._avg_run_s
+        self._avg_run_s = run_s if avg is None else avg + slots.EWMA_WEIGHT * (run_s - avg)
+
+    def _release(self, claims: list[Claim], *, recorded: bool = True) -> None:
         with self._cond:
-            self._inflight -= count
+            self._inflight -= len(claims)
             if recorded:
-                self._unrecorded -= count
+                self._unrecorded -= len(claims)
+            for claim in claims:
+                self._claims.pop(claim.run_id, None)
+                self._held_by[claim.tenant] -= 1
             self._wake_starved()
 
     def _wake_starved(self) -> None:
-        """(Holding the condition.) Wake the tenants that found no room once there is room again."""
-        if self._starved and self._inflight - self._unrecorded <= self.low_water \
-                and self._inflight < 2 * self.capacity:
+        """(Holding the condition.) Wake the tenants that found no room once they have room again."""
+        if not self._starved:
+            return
+        if self._inflight >= 2 * self.capacity:
+            return
+        holders = sum(1 for n in self._held_by.values() if n > 0)
+        ready = [t for t in self._starved if self._room(t, holders) > 0]
+        if ready:
             now = self.clock.now()
-            for tenant in self._starved:
+            for tenant in ready:
                 self._wakes[tenant] = now
-            self._starved.clear()
+                self._starved.discard(tenant)
             self._cond.notify_all()
+
+    def renew_leases(self, now: datetime | None = None) -> int:
+        """Extend the leases of every claimed run not yet recorded (waiting or running); how many were lost.
+
+        A claim whose lease another process took over meanwhile (this one was paused past it) is
+        dropped from the queue if it has not started; a started one is fenced when recorded.
+        """
+        now = now or self.clock.now()
+        with self._cond:
+            by_tenant: dict[str, list[Claim]] = {}
+            for claim in self._claims.values():
+                if claim.occurrence_id is not None:
+                    by_tenant.setdefault(claim.tenant, []).append(claim)
+        lost = 0
+        for tenant, claims in by_tenant.items():
+            try:
+                gone = self.store.renew_leases(tenant, claims, now)
+            except Exception:
+                log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed", "tenant": tenant})
+                continue
+            with self._cond:  # a run recorded since the snapshot is not a lost one
+                gone = {run_id for run_id in gone if run_id in self._claims}
+            if gone:
+                with self._cond:
+                    dropped = self._fair.remove(tenant, gone)
+                    self._unfinished_by[tenant] -= len(dropped)
+                lost += len(gone)
+                if dropped:
+                    self._release(dropped, recorded=False)
+                log.warning("run.lease_lost", extra={"event": "run.lease_lost", "tenant": tenant, "runs": len(gone)})
+        return lost
 
     def run_claim(self, claim: Claim) -> bool:
         """Run one claimed attempt and record it; True if the record applied (lease still held)."""
         done = self._run(claim)
-        applied = self.store.finish(claim, done.outcome, done.effects, done.finished_at)
+        applied = self._finish_one(done)
+        if applied is None:
+            return False
         if self._after_record(done, applied):
             self._wake_soon(claim.tenant)
         return applied
@@ -311,17 +411,26 @@ class Scheduler:
     def _finished_run(self, claim: Claim, started: datetime, effects: RunEffects, t0: float,
                       result: Any) -> _Finished:
         elapsed = self.clock.monotonic() - t0
-        return _Finished(claim, _outcome(result, started, elapsed), effects, self.clock.now(), elapsed)
+        finished = self.clock.now()
+        # The script started when the runner says it ran for `duration_ms` before its end, not when
+        # it was handed over (it may have waited in the sandbox pool's queue meanwhile).
+        if result.duration_ms:
+            started = max(started, finished - timedelta(milliseconds=result.duration_ms))
+        self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
+        outcome = _outcome(result, started, elapsed)
+        if effects.refused and outcome.status != "succeeded":  # a platform limit: trying again cannot help
+            outcome = replace(outcome, retry=False, reason=f"refused by a platform limit ({effects.refused}); not retried")
+        return _Finished(claim, outcome, effects, finished, elapsed)
 
     def _prepare(self, claim: Claim) -> tuple[datetime, RunEffects, dict, float]:
         """The run's start: its lag metric, its effects buffer and the event the script sees."""
         started = self.clock.now()
-        self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
         effects = RunEffects(
             lambda key: self.store.kv_read(claim.tenant, key),
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
-            now=started, job_depth=claim.job_depth,
+            now=started, job_depth=claim.job_depth, job_root=claim.job_root,
             quota=(lambda: self.store.quota_state(claim.tenant)) if hasattr(self.store, "quota_state") else None,
+            chain=lambda root: self.store.chain_keys(claim.tenant, root),
         )
         return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
 
@@ -330,74 +439,6 @@ class Scheduler:
             return self.runner.run(claim.source, event, claim.timeout_ms, claim.memory_mb, effects)
         except Exception as exc:
             return _runner_broke(claim, exc)
-
-    # -- recording ----------------------------------------------------------------------
-
-    def _record_loop(self) -> None:
-        stopping = False
-        while not stopping:
-            items = [self._finished.get()]
-            if items[0] is not None and self._inflight > 1 and self.record_linger_s > 0:
-                # Other runs are out: let a few of them finish too, so that one transaction records
-                # many (each transaction costs about as much CPU as a dozen of its records).
-                time.sleep(self.record_linger_s)
-            while len(items) < RECORD_BATCH:
-                try:
-                    items.append(self._finished.get_nowait())
-                except queue.Empty:
-                    break
-            stopping = None in items
-            done = [item for item in items if item is not None]
-            by_tenant: dict[str, list[_Finished]] = {}
-            for item in done:
-                by_tenant.setdefault(item.claim.tenant, []).append(item)
-            for group in by_tenant.values():
-                try:
-                    self._record(group)
-                except Exception:  # never let the recorder die: the slots must come back
-                    log.exception("run.record_failed", extra={"event": "run.record_failed"})
-                finally:
-                    self._release(len(group))
-
-    def _record(self, group: list[_Finished]) -> None:
-        """Record a tenant's finished runs in one transaction; if that fails, one by one."""
-        try:
-            applied: list[bool | None] = list(self.store.finish_many(
-                [(d.claim, d.outcome, d.effects, d.finished_at) for d in group]))
-        except Exception:
-            log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(group)})
-            applied = []
-            for d in group:  # one bad record (say, an effect the database refuses) costs only its own run
-                try:
-                    applied.append(self.store.finish(d.claim, d.outcome, d.effects, d.finished_at))
-                except Exception:
-                    log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
-                    applied.append(None)
-        wake = False
-        for d, ok in zip(group, applied):
-            if ok is not None:
-                wake = self._after_record(d, ok) or wake
-        if wake:
-            self._wake_soon(group[0].claim.tenant)  # once for the group: its tenant is the same
-
-    def _after_record(self, done: _Finished, applied: bool) -> bool:
-        """Metrics and the run's log line; True if the tenant should be looked at again now."""
-        claim, outcome = done.claim, done.outcome
-        self.metrics.runs_with(outcome.status if applied else "fenced").inc()
-        self.metrics.duration.observe(done.elapsed_s)
-        if log.isEnabledFor(logging.INFO):
-            log.info("run.finished", extra={
-                "event": "run.finished", "tenant": claim.tenant, "run_id": claim.run_id,
-                "schedule_id": claim.schedule_id, "job_key": claim.job_key, "attempt": claim.attempt,
-                "status": outcome.status, "applied": applied, "duration_ms": outcome.duration_ms,
-                "lag_s": round((outcome.started_at - claim.scheduled_for).total_seconds(), 3),
-            })
-        # Follow-ups, or occurrences queued behind this one, may be due now.
-        return applied and bool(done.effects.jobs or claim.schedule_id is not None)
-
-    def _wake_soon(self, tenant: str) -> None:
-        if self._thread is not None:
-            self.wake(tenant)
 
     # -- synchronous use (tests, `run now`) ------------------------------------------------
 

@@ -22,6 +22,7 @@ def _out(sch: Schedule) -> ScheduleOut:
         timezone=sch.timezone, payload=jsonsafe.loads_stored(sch.payload), enabled=sch.enabled, misfire=sch.misfire,
         catchup_window_s=sch.catchup_window_s, overlap=sch.overlap, expire_after_s=sch.expire_after_s,
         max_attempts=sch.max_attempts, retry_backoff_s=sch.retry_backoff_s, priority=sch.priority,
+        pause_after_failures=sch.pause_after_failures, paused_reason=sch.paused_reason,
         next_run_at=sch.next_run_at, created_at=sch.created_at, updated_at=sch.updated_at,
     )
 

@@ -136,6 +136,7 @@ class ScheduleIn(Strict):
     max_attempts: int = Field(default=3, ge=1, le=20)
     retry_backoff_s: int = Field(default=10, ge=1, le=86400)
     priority: int = Field(default=0, ge=-100, le=100)
+    pause_after_failures: int | None = Field(default=None, ge=1, le=1000)
 
 
 class SchedulePatch(Patch):
@@ -154,6 +155,7 @@ class SchedulePatch(Patch):
     max_attempts: int | None = Field(default=None, ge=1, le=20)
     retry_backoff_s: int | None = Field(default=None, ge=1, le=86400)
     priority: int | None = Field(default=None, ge=-100, le=100)
+    pause_after_failures: int | None = Field(default=None, ge=1, le=1000)
 
 
 class ScheduleOut(BaseModel):
@@ -174,6 +176,8 @@ class ScheduleOut(BaseModel):
     max_attempts: int
     retry_backoff_s: int
     priority: int
+    pause_after_failures: int | None = None
+    paused_reason: str | None = None
     next_run_at: datetime | None
     created_at: datetime
     updated_at: datetime

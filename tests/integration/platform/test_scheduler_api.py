@@ -167,3 +167,16 @@ def test_kv_pages_with_a_cursor(api: Any, services: Any, now: Any) -> None:
     assert keys == [f"k{n:05d}" for n in range(10)]
     assert client.get("/api/v1/kv", params={"limit": 1001}).status_code == 422
     assert client.get("/api/v1/kv", params={"cursor": "bogus!"}).json()["error"]["code"] == "validation_error"
+
+
+def test_pause_after_failures_is_set_shown_and_checked(api: Any) -> None:
+    admin = api("admin")
+    sid = _script(admin)
+    body = {"name": "watch", "script_id": sid, "rule": "every minute", "pause_after_failures": 3}
+    created = admin.post("/api/v1/schedules", json=body)
+    assert created.status_code == 201, created.text
+    assert (created.json()["pause_after_failures"], created.json()["paused_reason"]) == (3, None)
+    patched = admin.patch(f"/api/v1/schedules/{created.json()['id']}", json={"pause_after_failures": None})
+    assert patched.status_code == 200 and patched.json()["pause_after_failures"] is None
+    bad = admin.post("/api/v1/schedules", json={**body, "pause_after_failures": 0})
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "validation_error"

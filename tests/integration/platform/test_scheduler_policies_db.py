@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from tests.integration.platform.scheduler_world import World
 
-from almanac.platform import planning, policies
+from almanac.platform import planning
 from almanac.platform.effects import CapabilityError
 from almanac.platform.models import Schedule
 
@@ -30,8 +30,10 @@ def test_misfire_run_once_runs_the_latest_and_records_the_rest_skipped(world: Wo
     first = _down_for(world, sid, 10)
     _drain(world)
     ran = world.runs(status="succeeded")
-    assert [r.scheduled_for for r in ran] == [first + timedelta(minutes=10)]
-    assert len(world.runs(status="skipped")) == 10
+    # 09:00-09:09 were missed: one catch-up run (the latest missed); 09:10 is 1 s late, on time.
+    assert [r.scheduled_for for r in ran] == [first + timedelta(minutes=m) for m in (9, 10)]
+    assert [r.trigger for r in ran] == ["catchup", "catchup"]
+    assert len(world.runs(status="skipped")) == 9
     assert world.schedule(sid).next_run_at == first + timedelta(minutes=11)
 
 
@@ -50,6 +52,23 @@ def test_misfire_skip_runs_nothing_missed(world: World) -> None:
     # 09:05 is 30 s late: within MISFIRE_GRACE_S, merely late, so it runs; the five before were missed.
     assert [r.scheduled_for for r in world.runs(status="succeeded")] == [first + timedelta(minutes=5)]
     assert len(world.runs(status="skipped")) == 5
+
+
+@pytest.mark.parametrize(("misfire", "succeeded", "skipped"), [
+    ("skip", [12], [2, 4, 6, 8, 10]), ("run_once", [10, 12], [2, 4, 6, 8]),
+], ids=["skip", "run_once"])
+def test_misfire_applies_to_a_frequent_schedule(world: World, misfire: str, succeeded: list[int],
+                                                skipped: list[int]) -> None:
+    # A 2-second schedule after a 10 s outage: 2..10 s were overtaken by their next occurrence.
+    sid = world.add_schedule(world.add_script(), every=2, misfire=misfire)
+    first = world.schedule(sid).next_run_at
+    world.clock.set(first + timedelta(seconds=10))
+    _drain(world)
+    at = [first + timedelta(seconds=s - 2) for s in succeeded]
+    assert [r.scheduled_for for r in world.runs(status="succeeded")] == at
+    assert sorted(r.scheduled_for for r in world.runs(status="skipped")) == [
+        first + timedelta(seconds=s - 2) for s in skipped]
+    assert all("misfire=" + misfire in r.reason for r in world.runs(status="skipped"))
 
 
 def test_occurrences_older_than_the_catchup_window_are_expired(world: World) -> None:
@@ -238,21 +257,29 @@ def test_effects_apply_only_when_the_run_succeeds(world: World) -> None:
     assert good_run.output == '["count"]'
 
 
-def test_follow_up_chain_is_bounded(world: World) -> None:
-    def again(source, event, caps):
-        caps.schedule_at("2026-11-21T09:00:00Z", None, "loop")
+def test_a_chain_holds_at_most_100_jobs_in_all_and_a_refused_run_is_not_retried(world: World) -> None:
+    # Each run plans 10 follow-ups: counting depth let this reach 1,110 jobs in three levels.
+    def fan_out(source, event, caps):
+        at = (world.clock.now() + timedelta(seconds=1)).isoformat()
+        for i in range(10):
+            caps.schedule_at(at, None, f"{event['jobKey']}.{i}")
 
-    world.behaviour = again
-    world.put_job("loop", world.add_script(), world.clock.now(), max_attempts=1)
+    world.behaviour = fan_out
+    world.put_job("root", world.add_script(), world.clock.now(), max_attempts=3)
+    for _ in range(4):
+        _drain(world)
+        world.clock.advance(seconds=60)  # past every retry's backoff
     with world.session() as s:
-        from sqlalchemy import update
+        from sqlalchemy import func, select
 
         from almanac.platform.models import Job
 
-        s.execute(update(Job).values(depth=policies.MAX_FOLLOW_UPS))
-    world.tick()
-    (run,) = world.runs()
-    assert run.status == "failed" and "chain" in run.error
+        # root + 10 + 8 x 10: the ninth run's tenth follow-up would be the 101st, so that run fails
+        # and, all or nothing, plans none of its ten; so does every later one.
+        assert s.execute(select(func.count()).select_from(Job).where(Job.root_key == "root")).scalar_one() == 91
+    refused = world.runs(status="failed")
+    assert refused and all("chain" in r.error and "not retried" in r.reason for r in refused)
+    assert {r.attempt for r in world.runs()} == {1}
 
 
 def test_capability_errors() -> None:
@@ -260,7 +287,8 @@ def test_capability_errors() -> None:
 
     from almanac.platform.effects import RunEffects
 
-    caps = RunEffects(lambda k: None, lambda p: [], now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=0)
+    caps = RunEffects(lambda k: None, lambda p: [], now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=0,
+                      job_root="root", chain=lambda root: {f"j{i}" for i in range(100)})
     for call in (
         lambda: caps.kv_set("x" * 513, 1),
         lambda: caps.kv_set("k", "x" * 70_000),
@@ -269,6 +297,7 @@ def test_capability_errors() -> None:
         lambda: caps.schedule_at("2026-01-02T00:00:00", None),
         lambda: caps.schedule_at("2028-01-02T00:00:00Z", None),
         lambda: caps.emit("", None),
+        lambda: caps.schedule_at("2026-01-02T00:00:00Z", None, "one-more"),  # the chain holds 100 already
     ):
         with pytest.raises(CapabilityError):
             call()

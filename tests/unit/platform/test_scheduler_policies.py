@@ -38,9 +38,36 @@ def test_a_little_late_is_not_a_misfire(clock: ManualClock) -> None:
 def test_run_once_runs_the_latest_missed_and_records_the_others_skipped(clock: ManualClock) -> None:
     clock.advance(minutes=10)
     plan = policies.plan_misfire(Policy(misfire="run_once"), minutes(*range(0, 11)), clock.now())
-    assert plan.run == minutes(10)
-    assert plan.skipped == minutes(*range(0, 10))
+    # 09:10 is on time; 09:00-09:09 were missed: one catch-up run carries the latest of them.
+    assert plan.run == minutes(9, 10)
+    assert plan.skipped == minutes(*range(0, 9))
     assert plan.expired == []
+
+
+def seconds(*offsets: int) -> list[datetime]:
+    return [T0 + timedelta(seconds=s) for s in offsets]
+
+
+@pytest.mark.parametrize(("misfire", "run", "skipped"), [
+    ("skip", [12], [2, 4, 6, 8, 10]),
+    ("run_once", [10, 12], [2, 4, 6, 8]),
+    ("run_all", [2, 4, 6, 8, 10, 12], []),
+], ids=["skip", "run_once", "run_all"])
+def test_a_frequent_schedule_misses_what_its_next_occurrence_overtook(
+        clock: ManualClock, misfire: str, run: list[int], skipped: list[int]) -> None:
+    # Every 2 s, down for 10 s: each of 2..10 could not start before the next fell due (all
+    # well under 60 s late), so each is missed; 12 is due right now and on time.
+    clock.advance(seconds=12)
+    plan = policies.plan_misfire(Policy(misfire=misfire), seconds(2, 4, 6, 8, 10, 12), clock.now())
+    assert (plan.run, plan.skipped, plan.expired) == (seconds(*run), seconds(*skipped), [])
+
+
+def test_the_last_due_time_is_missed_once_more_than_the_grace_late(clock: ManualClock) -> None:
+    clock.advance(seconds=policies.MISFIRE_GRACE_S + 1)
+    plan = policies.plan_misfire(Policy(misfire="skip"), minutes(0), clock.now())
+    assert plan.run == [] and plan.skipped == minutes(0)
+    plan = policies.plan_misfire(Policy(misfire="run_once"), minutes(0), clock.now())
+    assert plan.run == minutes(0) and plan.skipped == []
 
 
 def test_run_all_runs_each_missed_in_order(clock: ManualClock) -> None:
@@ -116,11 +143,11 @@ def test_lease_is_timeout_plus_margin() -> None:
 
 def test_follow_up_guards(clock: ManualClock) -> None:
     now = clock.now()
-    assert policies.follow_up_problem(None, now + timedelta(days=1), now, 0) is None
-    assert policies.follow_up_problem(policies.MAX_FOLLOW_UPS - 1, now, now, 0) is None
-    assert "chain" in policies.follow_up_problem(policies.MAX_FOLLOW_UPS, now, now, 0)
-    assert "days ahead" in policies.follow_up_problem(0, now + timedelta(days=367), now, 0)
-    assert "at most" in policies.follow_up_problem(0, now, now, policies.MAX_SCHEDULE_AT_PER_RUN)
+    assert policies.follow_up_problem(1, now + timedelta(days=1), now, 0) is None
+    assert policies.follow_up_problem(policies.MAX_FOLLOW_UPS, now, now, 0) is None
+    assert "chain" in policies.follow_up_problem(policies.MAX_FOLLOW_UPS + 1, now, now, 0)
+    assert "days ahead" in policies.follow_up_problem(1, now + timedelta(days=367), now, 0)
+    assert "at most" in policies.follow_up_problem(1, now, now, policies.MAX_SCHEDULE_AT_PER_RUN)
 
 
 def test_priority_orders_claims_among_occurrences_due_together() -> None:

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import context, op
 
 revision = "t0006_authoring"
-down_revision = "t0004_quotas"
+down_revision = "t0005_scheduling"
 branch_labels = None
 depends_on = None
 
