@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from almanac.platform.clock import Clock
 from almanac.platform.effects import RunEffects
@@ -123,6 +123,11 @@ class Scheduler(RecorderMixin):
             self._recorder.join(timeout)
             self._recorder = None
         log.info("scheduler.stopped", extra={"event": "scheduler.stopped"})
+
+    def outstanding(self) -> "Outstanding":
+        """What this process holds right now (runs running, claimed, finished but unrecorded): all 0 when idle."""
+        with self._cond:
+            return Outstanding(self._running, self._inflight, self._unrecorded)
 
     def wake(self, tenant: str) -> None:
         """Something changed for this tenant (a schedule, a job): look at it now."""
@@ -449,6 +454,12 @@ class Scheduler(RecorderMixin):
         for claim in batch.claims:
             self.run_claim(claim)
         return batch.claims
+
+
+class Outstanding(NamedTuple):
+    running: int
+    claimed: int  # claimed and not yet recorded (includes the two below it)
+    unrecorded: int  # finished, waiting for (or in) the recorder
 
 
 def _runner_broke(claim: Claim, exc: Exception) -> RunOutcome:

@@ -170,7 +170,7 @@ def test_the_running_scheduler_records_every_run_through_its_recorder(world: Wor
                           workers=4, metrics=world.scheduler.metrics)
     _run_until(scheduler, lambda: len(world.runs(status="succeeded")) >= 40)
     assert len(world.runs(status="succeeded")) == 40 and world.runs(status="running") == []
-    assert scheduler._inflight == 0 and scheduler._unrecorded == 0
+    assert scheduler.outstanding() == (0, 0, 0)
     with world.session() as s:
         from almanac.platform.models import Job
 
@@ -270,7 +270,7 @@ def test_a_runner_with_submit_is_called_back_and_never_has_more_than_workers_out
     assert refused.job_key == "job-7" and "could not run the script: RuntimeError" in refused.error
     assert 1 <= most[0] <= 3
     assert world.store.kv_read(world.tenant, "job-3") == 1 and world.store.kv_read(world.tenant, "job-7") is None
-    assert scheduler._running == 0 and scheduler._inflight == 0 and scheduler._unrecorded == 0
+    assert scheduler.outstanding() == (0, 0, 0)
 
 
 def test_a_runner_that_refuses_every_run_gets_each_recorded_failed_without_deep_recursion(world: World) -> None:

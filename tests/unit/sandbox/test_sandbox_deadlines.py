@@ -43,7 +43,7 @@ def test_a_busy_loop_is_stopped_at_its_deadline(sandbox):
     result = sandbox.run(BUSY, {}, Limits(timeout_ms=100), NullCapabilities())
     elapsed_ms = (time.monotonic() - started) * 1000
     assert result.status == "timed_out"
-    assert 100 <= elapsed_ms < 100 + 250
+    assert 100 <= elapsed_ms < 100 + 1500  # generous: the precision is the bench's overshoot row
     assert watcher.moves > moves
 
 
@@ -77,5 +77,5 @@ def test_a_shorter_deadline_wakes_a_watcher_sleeping_towards_a_later_one(sandbox
     elapsed_ms = (time.monotonic() - started) * 1000
     thread.join(15)
     assert results["busy"].status == "timed_out"
-    assert elapsed_ms < 100 + 250
+    assert elapsed_ms < 100 + 1500  # far from the 10 s deadline the watcher slept towards
     assert results["slow"].status == "succeeded"

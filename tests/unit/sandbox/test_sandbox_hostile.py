@@ -6,7 +6,7 @@ import pytest
 
 from almanac.sandbox import Limits, NullCapabilities
 
-MARGIN_MS = 150  # generous: a shared 2-core box
+MARGIN_MS = 1500  # generous (a shared 2-core box, tests in parallel): the precision is bench/sandbox_bench.py's overshoot row
 TIMEOUT_MS = 300
 
 TIMEOUTS = {

@@ -2,7 +2,7 @@
 
 import pytest
 
-from almanac.sandbox import Sandbox, _engine, _snapshot, _wasm_image
+from almanac.sandbox import Limits, NullCapabilities, Sandbox, _engine, _snapshot, _wasm_image
 from almanac.sandbox import runtime
 
 
@@ -22,8 +22,10 @@ def test_our_reactor_is_stripped_so_internal_functions_cannot_be_exported():
 def test_an_image_that_outgrows_the_static_allowance_refuses_to_start(sandbox, monkeypatch):
     # The wall on linear memory is memory_mb + STATIC_MEMORY; an image as large as the
     # allowance would silently take the scripts' heap, so the sandbox will not start.
-    users = sandbox._shared.users
     monkeypatch.setattr(runtime, "STATIC_MEMORY", sandbox._shared.image_memory)
     with pytest.raises(RuntimeError, match="outgrew STATIC_MEMORY"):
         Sandbox()
-    assert sandbox._shared.users == users  # the refused one gave its share of the engine back
+    # The refused one gave its share of the engine back: the sandbox beside it still runs scripts.
+    monkeypatch.undo()
+    result = sandbox.run("export default () => 41 + 1", {}, Limits(), NullCapabilities())
+    assert (result.status, result.output) == ("succeeded", 42)
