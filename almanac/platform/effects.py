@@ -88,7 +88,9 @@ class RunEffects:
         self._now, self._job_depth = now, job_depth
         # Quotas: (quotas, kv keys, kv bytes, pending jobs) as committed, read on the first write that
         # counts; then the run's own writes are charged on top (`_charged`: bytes per key it set).
-        self._quota, self._state, self._charged = quota, None, {}
+        self._quota = quota
+        self._state: list[Any] | None = None
+        self._charged: dict[str, int] = {}
         self.kv: dict[str, Any] = {}  # key -> JSON text, or _DELETED
         self.events: list[tuple[str, str]] = []
         self.jobs: dict[str, JobUpsert] = {}

@@ -316,12 +316,13 @@ class Scheduler:
     def _prepare(self, claim: Claim) -> tuple[datetime, RunEffects, dict, float]:
         """The run's start: its lag metric, its effects buffer and the event the script sees."""
         started = self.clock.now()
+        quota_state = getattr(self.store, "quota_state", None)  # not part of the Store protocol
         self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
         effects = RunEffects(
             lambda key: self.store.kv_read(claim.tenant, key),
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
             now=started, job_depth=claim.job_depth,
-            quota=(lambda: self.store.quota_state(claim.tenant)) if hasattr(self.store, "quota_state") else None,
+            quota=(lambda: quota_state(claim.tenant)) if quota_state is not None else None,
         )
         return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
 
