@@ -134,7 +134,8 @@ def check_instant(value: datetime, what: str = "date-time", *, need_offset: bool
             probe = value.astimezone(timezone.utc)
         except (OverflowError, ValueError):
             raise Unsafe(f"{what} is outside the years 1 to 9999 once its offset applies") from None
-        if value.utcoffset() is not None and abs(value.utcoffset()) >= timedelta(days=1):
+        offset = value.utcoffset()
+        if offset is not None and abs(offset) >= timedelta(days=1):
             raise Unsafe(f"{what} has an offset of a day or more")
     if not DATE_MIN <= probe <= DATE_MAX:
         raise Unsafe(f"{what} must lie between {DATE_MIN:%Y-%m-%d} and {DATE_MAX:%Y-%m-%d}")

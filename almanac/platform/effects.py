@@ -90,7 +90,9 @@ class RunEffects:
         self._now, self._job_depth = now, job_depth
         # Quotas: (quotas, kv keys, kv bytes, pending jobs) as committed, read on the first write that
         # counts; then the run's own writes are charged on top (`_charged`: bytes per key it set).
-        self._quota, self._state, self._charged = quota, None, {}
+        self._quota = quota
+        self._state: list[Any] | None = None
+        self._charged: dict[str, int] = {}
         # A job's run: its follow-ups join the chain of `job_root`, whose jobs' keys `chain` reads (once).
         self._job_root, self._chain = job_root, chain
         self._chain_keys: set[str] | None = None

@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import Table, bindparam, delete, select, update
 from sqlalchemy.orm import Session
 
 from almanac.platform.models import PLANNED, QUEUED, RETRYABLE, Event, Occurrence, Schedule
 
-EV, O, S = Event.__table__, Occurrence.__table__, Schedule.__table__
+EV, O, S = (cast(Table, m.__table__) for m in (Event, Occurrence, Schedule))  # Core tables, typed as such
 RUN_FAILED, SCHEDULE_PAUSED = "almanac.run.failed", "almanac.schedule.paused"
 ERROR_IN_EVENT = 1000  # characters of the run's error carried by its event
 

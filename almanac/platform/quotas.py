@@ -110,6 +110,7 @@ def day_use(s: Session, now: datetime) -> tuple[int, int]:
 
     runs, ms = s.execute(select(func.count(), func.coalesce(func.sum(Run.duration_ms), 0)).where(
         Run.created_at >= day_start(now), Run.status.not_in(("skipped", "expired")))).one()
+    assert ms is not None  # coalesce(..., 0)
     return int(runs), int(ms)
 
 

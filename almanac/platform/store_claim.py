@@ -343,6 +343,7 @@ class ClaimMixin:
             self._record(s, batch, row, row.scheduled_for, status, problem, now, own=True)
             self._finish_occurrence(s, batch, row, now)
             return
+        assert script is not None  # a deleted script is a problem, handled above
         lease = batch.leases.get(script.timeout_ms)
         if lease is None:  # one per timeout in a batch: the same value for every claim that shares it
             lease = batch.leases[script.timeout_ms] = policies.lease_until(now, script.timeout_ms, self.lease_margin_s)

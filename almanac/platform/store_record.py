@@ -19,9 +19,9 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, delete, null, select, update
+from sqlalchemy import Table, bindparam, delete, null, select, update
 from sqlalchemy.orm import Session
 
 from almanac.db import upsert_insert
@@ -37,7 +37,7 @@ log = logging.getLogger("almanac.scheduler")
 
 Finish = tuple[Claim, Outcome, "RunEffects | None", datetime]  # what finish_many records, per attempt
 
-O, R, J, KVT, EV = Occurrence.__table__, Run.__table__, Job.__table__, KV.__table__, Event.__table__
+O, R, J, KVT, EV = (cast(Table, m.__table__) for m in (Occurrence, Run, Job, KV, Event))  # Core tables, typed so
 
 ENDINGS = {
     "succeeded": "the script returned",
@@ -128,7 +128,7 @@ class RecordMixin:
             conn = s.connection()
             rows = [dict(b_id=c.occurrence_id, b_token=c.lease_token,
                          b_lease=policies.lease_until(now, c.timeout_ms, self.lease_margin_s))
-                    for c in sorted(claims, key=lambda c: c.occurrence_id)]
+                    for c in sorted(claims, key=lambda c: c.occurrence_id or 0)]
             if _RENEW.executemany(conn, rows) == len(rows):
                 return set()
             current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in claims]}).all())

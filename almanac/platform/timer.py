@@ -430,11 +430,12 @@ class Scheduler(RecorderMixin):
     def _prepare(self, claim: Claim) -> tuple[datetime, RunEffects, dict, float]:
         """The run's start: its lag metric, its effects buffer and the event the script sees."""
         started = self.clock.now()
+        quota_state = getattr(self.store, "quota_state", None)  # not part of the Store protocol
         effects = RunEffects(
             lambda key: self.store.kv_read(claim.tenant, key),
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
             now=started, job_depth=claim.job_depth, job_root=claim.job_root,
-            quota=(lambda: self.store.quota_state(claim.tenant)) if hasattr(self.store, "quota_state") else None,
+            quota=(lambda: quota_state(claim.tenant)) if quota_state is not None else None,
             chain=lambda root: self.store.chain_keys(claim.tenant, root),
         )
         return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()

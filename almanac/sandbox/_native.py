@@ -34,7 +34,7 @@ import ctypes
 import struct
 from ctypes import c_size_t, c_void_p
 from importlib import metadata
-from typing import Callable
+from typing import Callable, cast
 
 WASMTIME = "50.0.1"  # the wasmtime-py release these internals were checked against
 
@@ -51,6 +51,7 @@ def check_version(found: str | None) -> None:
             f"(pip install 'wasmtime=={WASMTIME}')")
 
 
+_found: str | None
 try:
     _found = metadata.version("wasmtime")
 except metadata.PackageNotFoundError:
@@ -214,7 +215,8 @@ def memory_export(store: wasmtime.Store, instance: wasmtime.Instance) -> ffi.was
 
 
 def global_value(store: wasmtime.Store, instance: wasmtime.Instance, name: str) -> int:
-    return instance.exports(store)[name].value(store)
+    # wasmtime's stubs give exports as the whole Extern union; the caller names a global
+    return cast(wasmtime.Global, instance.exports(store)[name]).value(store)
 
 
 def export(store: wasmtime.Store, instance: wasmtime.Instance, name: str) -> ffi.wasmtime_extern_t:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 import wasmtime
 
@@ -59,6 +59,8 @@ def _import(func: Any, params: str, has_result: bool) -> tuple[wasmtime.FuncType
 
     def callback(caller: wasmtime.Caller, *args: int) -> int | None:
         io = _wasi.current()
+        # run() binds the run and its _Memory before the guest can call an import
+        assert io is not None and isinstance(io.memory, _Memory)
         io.memory.store = caller  # memory access goes through the calling instance
         unsigned = [a & 0xFFFFFFFF if p == "i" else a for a, p in zip(args, params)]
         return func(io, *unsigned)
@@ -102,18 +104,21 @@ class PublicSandbox:
         store.set_limits(memory_size=limits.memory_mb * MIB + STATIC_MEMORY)
         store.set_epoch_deadline(limits.timeout_ms // TICK_MS + 1)
         _wasi.bind(io)
-        trap, image, grown, memory = None, 0, 0, None
+        trap: Exception | None = None
+        image, grown = 0, 0
+        memory: wasmtime.Memory | None = None
         try:
             instance = self.linker.instantiate(store, self.module)
             exports = instance.exports(store)
-            memory = exports["memory"]
+            # wasmtime's stubs give every export as the whole Extern union; these are the module's
+            memory = cast(wasmtime.Memory, exports["memory"])
             image = memory.data_len(store)
-            io.memory = _Memory(memory, store)
-            buffer = exports["almanac_alloc"](store, len(job) + len(script) + 1)
-            io.memory.store = store
-            io.memory.write(buffer, job + script + b"\0")
-            exports["almanac_run"](store, buffer, len(job), buffer + len(job), len(script),
-                                   limits.memory_mb * MIB)
+            guest = io.memory = _Memory(memory, store)
+            buffer = cast(wasmtime.Func, exports["almanac_alloc"])(store, len(job) + len(script) + 1)
+            guest.store = store
+            guest.write(buffer, job + script + b"\0")
+            cast(wasmtime.Func, exports["almanac_run"])(store, buffer, len(job), buffer + len(job), len(script),
+                                                        limits.memory_mb * MIB)
         except Exception as exc:  # traps, wasmtime errors
             trap = exc
             if isinstance(exc, wasmtime.Trap) and exc.trap_code == wasmtime.TrapCode.INTERRUPT:

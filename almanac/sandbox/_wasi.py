@@ -31,9 +31,12 @@ import logging
 import struct
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from . import _native
+
+if TYPE_CHECKING:
+    import wasmtime
 
 log = logging.getLogger("almanac.sandbox")
 
@@ -48,6 +51,13 @@ class HostExit(Exception):
     It becomes a trap in the guest; the reason is recorded on the run's own
     ``RunIO`` and read from there.
     """
+
+
+class GuestMemory(Protocol):
+    """The guest's linear memory as host functions see it: ``_native.Memory``, or ``_public``'s."""
+
+    def read(self, ptr: int, length: int) -> bytes: ...
+    def write(self, ptr: int, data: bytes) -> None: ...
 
 
 class RunIO:
@@ -65,7 +75,7 @@ class RunIO:
         self.reply = b""
         self.finished: tuple[int, bytes] | None = None  # (kind, text), the first finish
         self.output_size = 0  # of a result over output_cap, which is not read
-        self.memory: _native.Memory | None = None
+        self.memory: GuestMemory | None = None
         self.exit_reason: str | None = None
 
     def log(self, ptr: int, length: int) -> None:
@@ -73,6 +83,7 @@ class RunIO:
         if length > room:
             self.logs_truncated = True
             length = max(room, 0)
+        assert self.memory is not None  # bound before the guest runs, so before it can log
         self.logs += self.memory.read(ptr, length)
 
     def stop(self, reason: str) -> None:
@@ -183,7 +194,7 @@ def _trap_message(exc: BaseException) -> bytes:
     return f"host call failed: {type(exc).__name__}".encode()
 
 
-def define(linker: object) -> None:
+def define(linker: wasmtime.Linker) -> None:
     """Register every import the reactor may use on ``linker``."""
     for (module, name), (func, params, has_result) in IMPORTS.items():
         _native.define(linker, module, name, params, has_result, func, current, _trap_message)

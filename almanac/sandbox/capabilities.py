@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 
 class CapabilityError(Exception):
@@ -108,6 +108,14 @@ class ForwardingCapabilities:
 
     def _call(self, method: str, *args: Any) -> Any:
         raise NotImplementedError
+
+    if TYPE_CHECKING:  # set below from REGISTRY; declared so a subclass is seen as a Capabilities
+        def kv_get(self, key: str) -> Any | None: ...
+        def kv_set(self, key: str, value: Any) -> None: ...
+        def kv_delete(self, key: str) -> None: ...
+        def kv_list(self, prefix: str) -> list[str]: ...
+        def emit(self, topic: str, data: Any) -> None: ...
+        def schedule_at(self, when: str, payload: Any, key: str | None) -> dict: ...
 
 
 def _forwarder(method: str) -> Callable[..., Any]:

@@ -148,7 +148,7 @@ def _job_json(job: dict) -> bytes:
 
 def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
     try:
-        return _native.memory_size(store, io.memory) if io.memory is not None else 0
+        return _native.memory_size(store, io.memory) if isinstance(io.memory, _native.Memory) else 0
     except Exception:
         return 0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import datetime, timedelta
+from typing import Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -31,7 +32,10 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def status(row: Invitation, now: datetime) -> str:
+Status = Literal["pending", "accepted", "revoked", "expired"]
+
+
+def status(row: Invitation, now: datetime) -> Status:
     if row.accepted_at is not None:
         return "accepted"
     if row.revoked_at is not None:

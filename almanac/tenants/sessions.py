@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import CursorResult, delete, select
 from sqlalchemy.orm import Session
 
 from almanac.tenants.models import WebSession
@@ -79,7 +79,9 @@ def end_users_sessions(session: Session, user_id: int, *, keep: str | None = Non
     query = delete(WebSession).where(WebSession.user_id == user_id)
     if keep is not None:
         query = query.where(WebSession.id_hash != keep)
-    return session.execute(query).rowcount or 0
+    result = session.execute(query)
+    assert isinstance(result, CursorResult)  # a DELETE's result; Session.execute is typed as any Result
+    return result.rowcount or 0
 
 
 def count_for(session: Session, user_id: int) -> int:

@@ -27,11 +27,13 @@ class BodyLimit:
         if declared is not None and declared > self.limit:
             await self._refuse(scope, receive, send)
             return
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        pending: dict[str, Any] | None
+        size, gone = 0, False
         while True:
             message = await receive()
             if message["type"] != "http.request":  # the client went away: let the app see it
-                chunks = None
+                gone = True
                 pending = message
                 break
             body = message.get("body", b"")
@@ -43,7 +45,7 @@ class BodyLimit:
             if not message.get("more_body", False):
                 pending = None
                 break
-        await self.app(scope, _replay(chunks, pending, receive), send)
+        await self.app(scope, _replay(None if gone else chunks, pending, receive), send)
 
     async def _refuse(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         response = envelope(413, "payload_too_large",

@@ -67,12 +67,14 @@ def _apply_per_period(d: Draft, chunk: str) -> None:
 def _apply_excepts(d: Draft) -> None:
     if d.not_days:
         days = d.parts.get("byday") or tuple((0, i) for i in range(7))
-        d.parts["byday"] = tuple(p for p in days if p[1] not in d.not_days)  # type: ignore[union-attr]
+        # parts' values are typed object (they are mixed); byday is always a tuple of (ordinal, day)
+        d.parts["byday"] = tuple(p for p in days if p[1] not in d.not_days)  # type: ignore[attr-defined]
         if d.freq is None:
             d.freq = "DAILY"
     if d.not_months:
         months = d.parts.get("bymonth") or tuple(range(1, 13))
-        d.parts["bymonth"] = tuple(m for m in months if m not in d.not_months)  # type: ignore[union-attr]
+        # bymonth is always a tuple of month numbers
+        d.parts["bymonth"] = tuple(m for m in months if m not in d.not_months)  # type: ignore[attr-defined]
     for key in ("byday", "bymonth"):
         if key in d.parts and not d.parts[key]:
             raise Refusal("Nothing is left after 'except'.", 0, 0)
@@ -112,15 +114,15 @@ def with_times(rule: Rule, times: list[tuple[int, int, int]]) -> list[Rule]:
     for h, clocks in sorted(by_hour.items()):
         groups.setdefault(frozenset(clocks), []).append(h)
     out = []
-    for clocks, hours in groups.items():
-        minutes = sorted({m for m, _ in clocks})
-        seconds = sorted({s for _, s in clocks})
-        if len(clocks) == len(minutes) * len(seconds):
+    for shared, hours in groups.items():
+        minutes = sorted({m for m, _ in shared})
+        seconds = sorted({s for _, s in shared})
+        if len(shared) == len(minutes) * len(seconds):
             out.append(replace(rule, byhour=tuple(hours), byminute=tuple(minutes),
                                bysecond=tuple(seconds)))
         else:
             out += [replace(rule, byhour=tuple(hours), byminute=(m,), bysecond=(s,))
-                    for m, s in sorted(clocks)]
+                    for m, s in sorted(shared)]
     return sorted(out, key=lambda r: (r.byhour, r.byminute, r.bysecond))
 
 

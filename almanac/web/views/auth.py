@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import Form, Request
 from fastapi.responses import Response
+from sqlalchemy.orm import Session
 
 from almanac.errors import AlmanacError, NotFound, RateLimited, Unauthorized, ValidationError
 from almanac.tenants import audit, invitations, sessions
@@ -154,7 +156,7 @@ def password_change(
 # -- accepting an invitation ----------------------------------------------------------------
 
 
-def _invite_mode(session: object, row: invitations.Invitation, user: User | None) -> str:
+def _invite_mode(session: Session, row: invitations.Invitation, user: User | None) -> str:
     if user is not None:
         return "accept" if user.email == row.email else "other"
     return "signin" if invitations.account_exists(session, row) else "new"
@@ -205,8 +207,8 @@ def accept_invitation(
     return redirect("/")
 
 
-def _invitee(request: Request, session: object, row: invitations.Invitation, password: str, repeat: str,
-             now: object) -> User:
+def _invitee(request: Request, session: Session, row: invitations.Invitation, password: str, repeat: str,
+             now: datetime) -> User:
     """Who accepts: the signed-in person, or the one who proves the email's password, or a new account."""
     user_id = request.session.get(USER_KEY)
     if user_id:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from almanac.sandbox import Capabilities, CapabilityError, InMemoryCapabilities, Limits
-from almanac.sandbox import _bridge, _native, _poolworker, _wasi
-from almanac.sandbox.capabilities import REGISTRY, ForwardingCapabilities
+from almanac.sandbox import _bridge, _native, _wasi
+from almanac.sandbox.capabilities import METHODS, REGISTRY, ForwardingCapabilities
 
 
 def covers(*names):
@@ -179,7 +179,7 @@ def test_exit_stops_the_run():
 def test_the_registry_is_the_protocol():
     # The bridge's ops, the forwarding proxy and the pool's methods all derive from REGISTRY.
     protocol = {name for name in vars(Capabilities) if not name.startswith("_")}
-    assert {c.method for c in REGISTRY} == protocol == set(_poolworker.CAP_METHODS)
+    assert {c.method for c in REGISTRY} == protocol == set(METHODS)
     assert set(_bridge.OPS) == {c.op for c in REGISTRY}
     assert all(callable(getattr(ForwardingCapabilities, name)) for name in protocol)
 
