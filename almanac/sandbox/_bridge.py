@@ -84,7 +84,9 @@ class Bridge:
             capability = OPS[op]
             if not isinstance(args, list):
                 raise TypeError
-        except (ValueError, TypeError, KeyError):
+        except ValueError as exc:  # say why: "nested too deeply" is the script's to fix
+            return _reply(error=f"malformed request: {exc}")
+        except (TypeError, KeyError):
             return _reply(error="malformed request")
         try:
             value = getattr(self.caps, capability.method)(*capability.check(*args, self.limits.kv_value_bytes))

@@ -42,7 +42,7 @@ log = logging.getLogger("almanac.sandbox")
 
 ESUCCESS, EBADF = 0, 8
 FINISH_RESULT, FINISH_ERROR, FINISH_UNCAUGHT = 0, 1, 2
-MAX_ERROR_TEXT = 64 * 1024  # of an error's JSON a guest reports: name, message, stack
+MAX_ERROR_TEXT = 320 * 1024  # of an error's JSON a guest reports: bootstrap.js cuts its parts to fit this
 
 
 class HostExit(Exception):

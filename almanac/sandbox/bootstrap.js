@@ -89,12 +89,17 @@ for (const name of ['gc', 'navigator', 'performance']) {
 Object.defineProperty(globalThis, 'almanac', { value: almanac, enumerable: false });
 Object.defineProperty(globalThis, 'console', { value: console, writable: true, configurable: true });
 
+// An error's parts are cut here, in the guest, so that its JSON always fits what the host reads
+// (_wasi.MAX_ERROR_TEXT); the host then caps the stored message at 64 KiB like output and logs.
+const cut = (text, most) => (text.length > most ? text.slice(0, most) : text);
+
 function describe(error) {
   try {
     if (error instanceof ErrorCtor) {
-      return { name: toStr(error.name), message: toStr(error.message), stack: toStr(error.stack ?? '') };
+      return { name: cut(toStr(error.name), 200), message: cut(toStr(error.message), 65536),
+               stack: cut(toStr(error.stack ?? ''), 8192) };
     }
-    return { name: 'Error', message: `uncaught ${show(error)}`, stack: '' };
+    return { name: 'Error', message: cut(`uncaught ${show(error)}`, 65536), stack: '' };
   } catch (_) {
     return { name: 'Error', message: 'uncaught exception', stack: '' };
   }

@@ -81,6 +81,13 @@ TEXT: dict[tuple[str, str], tuple[str, str]] = {
     ("get", "/api/v1/tokens"): ("List tokens", "API tokens with their role and last use; never the token (admin)."),
     ("post", "/api/v1/tokens"): ("Create a token", "Answers 201 with the token, shown this once (admin)."),
     ("delete", "/api/v1/tokens/{token_id}"): ("Revoke a token", "The token stops working at once (admin)."),
+    ("get", "/api/v1/audit"): ("The audit log", "Every change with who made it, when, from which address and what "
+                               "changed (never a secret's value), newest first; filter by `since` and `actor`, page "
+                               "with `cursor` (admin)."),
+    ("get", "/api/v1/invitations"): ("List invitations", "Pending, accepted, revoked and expired invitations, "
+                                     "without their links (admin)."),
+    ("delete", "/api/v1/invitations/{invitation_id}"): ("Revoke an invitation", "Its link stops working at once "
+                                                        "(admin)."),
 }
 
 

@@ -140,7 +140,7 @@ class ScheduleIn(Strict):
 
 
 class SchedulePatch(Patch):
-    NULLABLE = frozenset({"start", "payload", "expire_after_s"})
+    NULLABLE = frozenset({"start", "payload", "expire_after_s", "pause_after_failures"})
     name: Name | None = None
     script_id: Id | None = None
     rule: str | None = Field(default=None, min_length=1, max_length=4096)

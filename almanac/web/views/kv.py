@@ -16,6 +16,7 @@ from fastapi.responses import Response
 from almanac.errors import AlmanacError, NotFound
 from almanac.platform import service
 from almanac.platform.models import KEY_MAX
+from almanac.web.audit import audit
 from almanac.web.views.common import PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db
 
 router = page_router(read="viewer", write="editor")
@@ -69,6 +70,7 @@ async def save_item(request: Request, principal: PagePrincipal, services: Servic
             value = _parse(text)
             with tenant_db(services, principal) as session:
                 service.kv_put(session, key, value, services.clock.now())
+                audit(session, "kv.put", f"kv {key}", {"value": value}, request=request)
         except ValueError as exc:
             problem = f"The value is not JSON: {exc}."
         except AlmanacError as exc:
@@ -86,6 +88,7 @@ async def delete_item(request: Request, principal: PagePrincipal, services: Serv
     try:
         with tenant_db(services, principal) as session:
             service.kv_delete(session, key)
+            audit(session, "kv.delete", f"kv {key}", request=request)
     except NotFound:
         flash(request, f"There is no key “{key}” (already deleted?).", "bad")
         return redirect("/kv")

@@ -228,6 +228,8 @@ def restore_version(request: Request, script_id: int, version: int, principal: P
             return redirect(f"/scripts/{script_id}/versions")
         new = service.update_script(session, services.runner, script_id, {"source": old.source},
                                     services.clock.now(), principal.email).current_version
+        audit(session, "script.restore", f"script {script_id}", {"from_version": version, "version": new},
+              request=request)
     flash(request, f"Version {version} restored as version {new}.")
     return redirect(f"/scripts/{script_id}")
 

@@ -14,7 +14,7 @@ from tests.support.routes import api_routes
 
 SCRIPT = "export default async function (event) { return {ok: true}; }"
 # POST routes that change nothing: they compute an answer.
-NOT_CHANGES = {("POST", "/api/v1/recurrence/preview")}
+NOT_CHANGES = {("POST", "/api/v1/recurrence/preview"), ("POST", "/api/v1/scripts/check")}
 
 
 def _all(client: Any, **params: Any) -> list[dict[str, Any]]:

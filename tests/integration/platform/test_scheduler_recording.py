@@ -5,21 +5,36 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sqlalchemy.exc import OperationalError
+
 from tests.integration.platform.scheduler_world import World
 
 
-def _throws_surrogate(source: str, event: dict[str, Any], caps: Any) -> Any:
-    raise RuntimeError("bad \ud800 text")
-
-
-def _writes_surrogate_key(source: str, event: dict[str, Any], caps: Any) -> Any:
-    caps.kv_set("key \udfff", 1)
+def _succeeds(source: str, event: dict[str, Any], caps: Any) -> Any:
+    caps.kv_set("seen", 1)
     return {"ok": True}
 
 
-@pytest.mark.parametrize("behaviour", [_throws_surrogate, _writes_surrogate_key], ids=["error", "kv-key"])
-def test_a_run_whose_record_fails_still_ends_with_a_reason(world: World, behaviour: Any) -> None:
-    world.behaviour = behaviour
+@pytest.fixture
+def refusing_database(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's finishing transaction fails, as a constraint, a full disk or a value the driver refuses would.
+
+    (The first reproduction used lone surrogates in an error or a kv key; the text and JSON boundary of
+    issue 15 now refuses those before they reach a row, so the failure is injected here instead.)
+    """
+    finish_many = world.store.finish_many
+
+    def refusing_results(items: Any) -> Any:
+        if any("could not be recorded" not in (outcome.reason or "") for _, outcome, _, _ in items):
+            raise OperationalError("UPDATE runs SET ...", {}, Exception("the database refused the row"))
+        return finish_many(items)  # the plain fallback record goes through
+
+    monkeypatch.setattr(world.store, "finish_many", refusing_results)
+
+
+@pytest.mark.usefixtures("refusing_database")
+def test_a_run_whose_record_fails_still_ends_with_a_reason(world: World) -> None:
+    world.behaviour = _succeeds
     world.put_job("j", world.add_script(), world.clock.now(), max_attempts=3)
     world.tick()
     (run,) = world.runs()
@@ -28,10 +43,12 @@ def test_a_run_whose_record_fails_still_ends_with_a_reason(world: World, behavio
     (occurrence,) = world.occurrences()
     assert occurrence.status == "done"  # not retried: the same result would fail the same way
     assert world.job("j").state == "done"
+    assert world.store.kv_read(world.tenant, "seen") is None  # nothing of the run applied
 
 
+@pytest.mark.usefixtures("refusing_database")
 def test_the_background_recorder_ends_such_a_run_too(world: World) -> None:
-    world.behaviour = _throws_surrogate
+    world.behaviour = _succeeds
     world.put_job("j", world.add_script(), world.clock.now(), max_attempts=1)
     batch = world.store.claim_due(world.tenant, world.clock.now(), 10)
     (claim,) = batch.claims
