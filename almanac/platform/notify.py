@@ -8,9 +8,8 @@ a callback (the scheduler's `wake`, filtered to the tenants this process owns).
 
 - The channel is a constant and the slug travels as a bound parameter: no SQL
   is ever built from a tenant's name.
-- `notify_in(session, slug)` inside a transaction: PostgreSQL delivers it only if
-  that transaction commits, and only after it did (so listeners see the new
-  rows). `Notifier.notify(slug)` is for callers that have already committed.
+- `Notifier.notify(slug)` is called after the caller's commit, so listeners see
+  the new rows when they look.
 - Notifications sent while a listener is disconnected are lost; on every
   (re)connection the listener calls `on_connect`, with which the caller wakes
   all its tenants once. Polling at `idle_s` remains the last safety net.
@@ -43,13 +42,6 @@ def conninfo(url: str) -> str:
 
 def is_postgres(bind: Any) -> bool:
     return bind.dialect.name == "postgresql"
-
-
-def notify_in(session_or_conn: Any, slug: str) -> None:
-    """Queue a wake-up for `slug` in the caller's transaction: sent by PostgreSQL on commit, dropped on rollback."""
-    bind = session_or_conn.get_bind() if hasattr(session_or_conn, "get_bind") else session_or_conn
-    if is_postgres(bind):
-        session_or_conn.execute(select(func.pg_notify(CHANNEL, slug)))
 
 
 class Notifier:

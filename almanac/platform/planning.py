@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from almanac.db import insert_ignore, upsert_insert
 from almanac.platform.bulk import Bulk
 from almanac.platform.models import (
-    ACTIVE_STATES, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, Job, Occurrence, Schedule,
+    JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, Job, Occurrence, Schedule,
 )
 
 O = Occurrence.__table__
@@ -180,7 +180,3 @@ def cancel_job(session: Session, job: Job, now: datetime) -> None:
     session.execute(delete(O).where(O.c.job_id == job.id, O.c.status.in_((PLANNED, QUEUED))))
     job.state, job.updated_at = JOB_CANCELLED, now
 
-
-def active_count(session: Session, *, schedule_id: int) -> int:
-    rows = session.execute(select(O.c.id).where(O.c.schedule_id == schedule_id, O.c.status.in_(ACTIVE_STATES)))
-    return len(rows.all())

@@ -152,7 +152,3 @@ def follow_up_problem(chain_size: int, run_at: datetime, now: datetime, made_in_
         return f"a job may be planned at most {MAX_AHEAD.days} days ahead"
     return None
 
-
-def claim_order(priority: int, due_at: datetime, occurrence_id: int) -> tuple[int, datetime, int]:
-    """Sort key among occurrences due together: higher priority first, then earlier, then older."""
-    return (-priority, due_at, occurrence_id)

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from almanac.db import Database
-from almanac.platform.notify import Listener, Notifier, notify_in
+from almanac.platform.notify import Listener, Notifier
 
 pytestmark = pytest.mark.postgres
 
@@ -28,21 +28,6 @@ def test_a_notification_after_commit_reaches_the_listener_with_the_slug(database
         assert Notifier(database).notify("acme")
         assert got.get(timeout=5) == "acme"
         assert connects == [1]
-    finally:
-        listener.stop()
-
-
-def test_notify_in_a_transaction_is_sent_on_commit_only(database: Database) -> None:
-    listener, got, _ = _listening(database)
-    try:
-        with pytest.raises(RuntimeError):
-            with database.shared_session() as s:
-                notify_in(s, "rolled-back")
-                raise RuntimeError("boom")
-        with database.shared_session() as s:
-            notify_in(s, "committed")
-        assert got.get(timeout=5) == "committed"
-        assert got.empty()
     finally:
         listener.stop()
 
@@ -72,7 +57,5 @@ def test_everything_is_a_no_op_on_sqlite(sqlite_settings) -> None:
     try:
         assert Listener.for_database(db, print) is None
         assert Notifier(db).notify("acme") is False
-        with db.shared_session() as s:
-            notify_in(s, "acme")
     finally:
         db.dispose()

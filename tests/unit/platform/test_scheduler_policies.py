@@ -150,11 +150,6 @@ def test_follow_up_guards(clock: ManualClock) -> None:
     assert "at most" in policies.follow_up_problem(1, now, now, policies.MAX_SCHEDULE_AT_PER_RUN)
 
 
-def test_priority_orders_claims_among_occurrences_due_together() -> None:
-    keys = [(1, T0, 3), (5, T0, 2), (5, T0 - timedelta(seconds=1), 9)]
-    ordered = sorted(keys, key=lambda k: policies.claim_order(*k))
-    assert ordered == [(5, T0 - timedelta(seconds=1), 9), (5, T0, 2), (1, T0, 3)]
-
 
 def test_policy_refuses_unknown_choices() -> None:
     with pytest.raises(ValueError):
