@@ -84,10 +84,10 @@ class Bridge:
             capability = OPS[op]
             if not isinstance(args, list):
                 raise TypeError
-        except ValueError as exc:  # say why: "nested too deeply" is the script's to fix
-            return _reply(error=f"malformed request: {exc}")
-        except (TypeError, KeyError):
-            return _reply(error="malformed request")
+        except (ValueError, TypeError, KeyError) as exc:
+            # Say why only when it is the script's to fix (a value nested too deeply); else just refuse.
+            deep = isinstance(exc, ValueError) and str(exc) == "nested too deeply"
+            return _reply(error="malformed request: nested too deeply" if deep else "malformed request")
         try:
             value = getattr(self.caps, capability.method)(*capability.check(*args, self.limits.kv_value_bytes))
         except CapabilityError as exc:

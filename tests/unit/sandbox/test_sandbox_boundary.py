@@ -170,4 +170,4 @@ def test_values_nested_deeper_than_the_cap_are_refused_as_requests(run, caps):
       let x = 1; for (let i = 0; i < 300; i++) x = [x];
       try { await almanac.kv.set('k', x) } catch (e) { return e.message }
     }""", caps=caps)
-    assert r.output == "malformed request" and caps.kv == {}
+    assert r.output == "malformed request: nested too deeply" and caps.kv == {}
