@@ -80,6 +80,7 @@ def serve(
 
     settings = _settings()
     _setup_logging(settings)
+    settings.resolved_secret_key()  # SPEC section 1: generated and kept under var_dir on first start
     services = build_services(settings)
     if demo:
         _ensure_demo(services.db)

@@ -29,8 +29,9 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=1, le=65535, description="port `almanac serve` listens on")
     secret_key: str | None = Field(
         default=None,
-        description="SPEC section 1's signing key; sessions now live on the server and need none, so nothing "
-                    "signs with it today; placeholders and keys under 16 characters are refused")
+        description="SPEC section 1's signing key, generated once into `var_dir/secret_key` (mode 0600) on the "
+                    "first `almanac serve` when unset; sessions now live on the server, so nothing signs with it "
+                    "today; placeholders and keys under 16 characters are refused")
     log_level: str = Field(default="info", description="debug, info, warning, error or critical (JSON lines on stderr)")
     var_dir: Path = Field(
         default=Path("./var"),
