@@ -8,36 +8,22 @@ and error messages stored whole whatever their size.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from almanac.worker import SandboxRunner, build_services
+from tests.support.inprocess import sandbox_cache, services  # noqa: F401  (fixtures: scripts run in-process)
+
 
 LONE = "\ud800"
 DEEP = 600
 OVERFLOW = "9999-12-31T23:59:59-12:00"
 
 
-
 @pytest.fixture
 def backend() -> str:
     """Every check here happens before the database is reached, so SQLite alone (PostgreSQL adds only time)."""
     return "sqlite"
-
-@pytest.fixture(scope="module")
-def sandbox_cache(tmp_path_factory: Any) -> Any:
-    return tmp_path_factory.mktemp("sandbox-cache")
-
-
-@pytest.fixture
-def services(settings: Any, database: Any, manual_clock: Any, sandbox_cache: Any) -> Iterator[Any]:
-    """Scripts run in this process (no pool to start and stop per test); the compiled module is shared."""
-    built = build_services(settings, clock=manual_clock, runner=SandboxRunner(sandbox_cache, processes=0))
-    yield built
-    built.runner.close()
-    built.db.dispose()
 
 
 def send(client: Any, method: str, path: str, body: Any) -> Any:

@@ -3,27 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from almanac.platform import quotas
-from almanac.worker import SandboxRunner, build_services
 
 
-@pytest.fixture(scope="module")
-def sandbox_cache(tmp_path_factory: Any) -> Any:
-    return tmp_path_factory.mktemp("sandbox-cache")
-
-
-@pytest.fixture
-def services(settings: Any, database: Any, manual_clock: Any, sandbox_cache: Any) -> Iterator[Any]:
-    built = build_services(settings, clock=manual_clock, runner=SandboxRunner(sandbox_cache, processes=0))
-    yield built
-    built.runner.close()
-    built.db.dispose()
+from tests.support.inprocess import sandbox_cache, services  # noqa: F401  (fixtures: scripts run in-process)
 
 
 def _limit(services: Any, tenant: str, **changes: int) -> None:
