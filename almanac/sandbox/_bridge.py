@@ -42,6 +42,10 @@ def depth(text: str) -> int:
     return max(accumulate(steps), default=0)
 
 
+class NestedTooDeeply(ValueError):
+    """JSON nested past ``MAX_DEPTH``: the one malformed request whose reason a script can act on."""
+
+
 def loads(data: bytes | str) -> Any:
     """Strict JSON: ValueError for anything that is not (NaN, Infinity, too deep, bad UTF-8).
 
@@ -53,10 +57,10 @@ def loads(data: bytes | str) -> Any:
         if isinstance(data, bytes):
             data = data.decode("utf-8", "surrogatepass")
         if data.count("[") + data.count("{") > MAX_DEPTH and depth(data) > MAX_DEPTH:
-            raise ValueError("nested too deeply")
+            raise NestedTooDeeply("nested too deeply")
         return json.loads(data, parse_constant=_no_constant)
     except RecursionError:
-        raise ValueError("nested too deeply") from None
+        raise NestedTooDeeply("nested too deeply") from None
     except UnicodeDecodeError as exc:
         raise ValueError(str(exc)) from None
 
@@ -66,7 +70,7 @@ def dumps(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except RecursionError:
-        raise ValueError("nested too deeply") from None
+        raise NestedTooDeeply("nested too deeply") from None
     except TypeError as exc:
         raise ValueError(str(exc)) from None
 
@@ -86,7 +90,7 @@ class Bridge:
                 raise TypeError
         except (ValueError, TypeError, KeyError) as exc:
             # Say why only when it is the script's to fix (a value nested too deeply); else just refuse.
-            deep = isinstance(exc, ValueError) and str(exc) == "nested too deeply"
+            deep = isinstance(exc, NestedTooDeeply)
             return _reply(error="malformed request: nested too deeply" if deep else "malformed request")
         try:
             value = getattr(self.caps, capability.method)(*capability.check(*args, self.limits.kv_value_bytes))
