@@ -195,17 +195,7 @@ class ClaimMixin:
     def claim_due(self, tenant: str, now: datetime, limit: int) -> ClaimBatch:
         with self.db.tenant_session(tenant) as s:
             rows = s.execute(_DUE_LOCKED if self.is_postgres else _DUE, {"b_now": now, "b_limit": limit}).all()
-            batch = _Batch(self, s, tenant, rows)
-            for row in rows:
-                if row.status == RUNNING:
-                    row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
-                if row is None:
-                    continue
-                if row.schedule_id is not None:
-                    self._schedule_due(s, tenant, batch, row, now)
-                else:
-                    self._job_due(s, tenant, batch, row, now)
-            self._flush(s, tenant, batch, now)
+            batch = self._claim_rows(s, tenant, rows, now)
             full = len(rows) >= limit
             # Not full: everything due was looked at, so say now when to look again (and what is left),
             # in this transaction rather than in two more.
@@ -213,6 +203,21 @@ class ClaimMixin:
             next_due = None if full else s.execute(NEXT_DUE).scalar()
         return ClaimBatch(batch.claims, len(rows), full, sorted(batch.recorded.items()),
                           backlog=backlog, next_due_at=next_due)
+
+    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime) -> _Batch:
+        """Decide and claim these due rows of one tenant (read and locked by the caller), in `s`'s transaction."""
+        batch = _Batch(self, s, tenant, rows)
+        for row in rows:
+            if row.status == RUNNING:
+                row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
+            if row is None:
+                continue
+            if row.schedule_id is not None:
+                self._schedule_due(s, tenant, batch, row, now)
+            else:
+                self._job_due(s, tenant, batch, row, now)
+        self._flush(s, tenant, batch, now)
+        return batch
 
     def _cas(self, s: Session, row: Any, **values: Any) -> bool:
         """Change an occurrence only if nobody changed it since we read it."""

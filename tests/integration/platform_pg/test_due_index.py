@@ -1,0 +1,189 @@
+"""The cross-tenant due index (PostgreSQL): kept by the occurrences' own transactions, claimed across tenants.
+
+Each test would fail on the code before issue 19: there was no index, and the timer
+claimed tenant by tenant (a process knew only the tenants it held a timer lease for).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import pytest
+from sqlalchemy import select, text
+
+from almanac.db import Database
+from almanac.platform import planning
+from almanac.platform.coordination_models import DueEntry
+from almanac.platform.models import DONE, Job, Occurrence, Run, Script, ScriptVersion
+from almanac.platform.store import Outcome
+from almanac.platform.store_sql import SqlStore
+from tests.integration.platform.scheduler_world import EveryRules
+
+pytestmark = pytest.mark.postgres
+
+D = DueEntry.__table__
+
+
+def _script(db: Database, slug: str, now: datetime) -> int:
+    with db.tenant_session(slug) as s:
+        script = Script(name="s", current_version=1, timeout_ms=1000, memory_mb=32, created_at=now, updated_at=now)
+        s.add(script)
+        s.flush()
+        s.add(ScriptVersion(script_id=script.id, version=1, source="export default () => 1", created_at=now))
+        return script.id
+
+
+def _jobs(db: Database, slug: str, script_id: int, when: datetime, count: int, prefix: str = "j") -> None:
+    with db.tenant_session(slug) as s:
+        for i in range(count):
+            planning.upsert_job(s, f"{prefix}{i}", dict(script_id=script_id, run_at=when, payload=json.dumps(i),
+                                                        expire_after_s=None, max_attempts=2, priority=0), now=when)
+
+
+def _index(db: Database) -> dict[tuple[str, int], datetime]:
+    with db.shared_session() as s:
+        return {(r.tenant_slug, r.occurrence_id): r.due_at for r in s.execute(select(D))}
+
+
+def _mirror(db: Database, slugs: list[str]) -> dict[tuple[str, int], datetime]:
+    """What the index should hold: every occurrence with a due_at, of every tenant."""
+    want = {}
+    for slug in slugs:
+        with db.tenant_session(slug) as s:
+            for oid, due in s.execute(select(Occurrence.id, Occurrence.due_at).where(Occurrence.due_at.is_not(None))):
+                want[(slug, oid)] = due
+    return want
+
+
+@pytest.fixture
+def tenants(make_tenant: Callable[..., str]) -> list[str]:
+    return [make_tenant(f"due-{i}") for i in range(3)]
+
+
+def test_the_index_follows_every_write_of_occurrences_in_the_same_transaction(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    store = SqlStore(database, EveryRules())
+    sid = _script(database, tenants[0], now)
+    _jobs(database, tenants[0], sid, now + timedelta(minutes=5), 3)
+    assert _index(database) == _mirror(database, tenants) and len(_index(database)) == 3
+    with database.tenant_session(tenants[0]) as s:  # moved, cancelled: the index moves with it
+        planning.upsert_job(s, "j0", dict(script_id=sid, run_at=now + timedelta(minutes=9), payload="null",
+                                          expire_after_s=None, max_attempts=2, priority=5), now=now)
+        planning.cancel_job(s, s.execute(select(Job).where(Job.key == "j1")).scalar_one(), now)
+    index = _index(database)
+    assert index == _mirror(database, tenants) and len(index) == 2
+    assert now + timedelta(minutes=9) in index.values()
+    try:  # a write that rolls back leaves the index as it was
+        with database.tenant_session(tenants[0]) as s:
+            s.execute(Occurrence.__table__.delete())
+            raise RuntimeError("rolled back")
+    except RuntimeError:
+        pass
+    assert _index(database) == index
+    # Claimed: due_at is the lease end; finished for good: gone from the index.
+    batch = store.claim_across(now + timedelta(minutes=6), 10)
+    assert [c.job_key for c in batch.claims] == ["j2"] and _index(database) == _mirror(database, tenants)
+    claim = batch.claims[0]
+    assert _index(database)[(tenants[0], claim.occurrence_id)] == claim.lease_until
+    done = Outcome(status="succeeded", started_at=now, output=1, duration_ms=1)
+    assert store.finish(claim, done, None, now + timedelta(minutes=6))
+    assert (tenants[0], claim.occurrence_id) not in _index(database)
+    assert _index(database) == _mirror(database, tenants)
+
+
+def test_one_claim_takes_the_due_work_of_many_tenants_and_never_reads_an_idle_one(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    store = SqlStore(database, EveryRules())
+    for i, slug in enumerate(tenants[:2]):
+        _jobs(database, slug, _script(database, slug, now), now, 4 + i)
+    idle = tenants[2]
+    _jobs(database, idle, _script(database, idle, now), now + timedelta(hours=1), 5)
+    with database.engine.begin() as conn:  # an idle tenant whose schema is unreadable would fail the claim
+        conn.execute(text("ALTER TABLE t_due_2.occurrences RENAME TO occurrences_hidden"))
+    batch = store.claim_across(now, 100)
+    assert not batch.failed and not batch.full
+    assert Counter(c.tenant for c in batch.claims) == {tenants[0]: 4, tenants[1]: 5}
+    # Next to look at: the claims' own lease ends (were this process to die), not the idle tenant's hour.
+    assert batch.next_due_at == min(c.lease_until for c in batch.claims) and batch.backlog == {}
+
+
+def test_two_processes_claim_disjoint_rows_and_skip_what_the_other_holds(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    a, b = SqlStore(database, EveryRules()), SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 10)
+    with database.engine.connect() as other, other.begin():  # a claim of the other process, in flight
+        held = other.execute(text("SELECT tenant_slug, occurrence_id FROM due_index ORDER BY tenant_slug, "
+                                  "occurrence_id LIMIT 12 FOR UPDATE")).all()
+        first = a.claim_across(now, 100)
+    assert len(first.claims) == 18 and not {(c.tenant, c.occurrence_id) for c in first.claims} & set(held)
+    second = b.claim_across(now, 100)
+    assert len(second.claims) == 12 and {(c.tenant, c.occurrence_id) for c in second.claims} == set(held)
+    assert b.claim_across(now, 100).claims == []
+
+
+def test_a_tenant_with_one_due_run_is_claimed_in_the_first_pass_while_another_has_hundreds_queued(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    store = SqlStore(database, EveryRules())
+    noisy, quiet = tenants[0], tenants[1]
+    _jobs(database, noisy, _script(database, noisy, now), now - timedelta(minutes=5), 300)  # older, all due
+    _jobs(database, quiet, _script(database, quiet, now), now, 1)
+    batch = store.claim_across(now, 20, share=0.5)
+    by = Counter(c.tenant for c in batch.claims)
+    assert by[quiet] == 1 and by[noisy] == 19 and batch.full
+    assert batch.backlog is None  # full: the timer comes straight back
+
+
+def test_round_robin_between_tenants_due_at_the_same_time(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    store = SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 50)
+    batch = store.claim_across(now, 60, share=0.5)
+    by = Counter(c.tenant for c in batch.claims)
+    # Round robin in chunks of 16: every tenant's first 16, then the rest of the pass (12) to a tenant
+    # picked by a salted hash; none above its share (30) while the others wait.
+    assert sorted(by.values()) == [16, 16, 28] and set(by) == set(tenants)
+
+
+def test_a_dead_process_s_due_work_is_claimed_by_another_at_once_and_its_running_attempts_after_their_lease(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    dead, alive = SqlStore(database, EveryRules()), SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 5)
+    taken = dead.claim_across(now, 6).claims  # then kill -9: never finished, never renewed
+    rest = alive.claim_across(now + timedelta(seconds=1), 100).claims
+    assert len(taken) == 6 and len(rest) == 9  # the unclaimed due work: at once, no tenant lease to wait for
+    done = Outcome(status="succeeded", started_at=now, output=1, duration_ms=1)
+    for claim in rest:
+        assert alive.finish(claim, done, None, now + timedelta(seconds=2))
+    assert alive.claim_across(now + timedelta(seconds=3), 100).claims == []  # the dead one's leases still hold
+    lapse = max(c.lease_until for c in taken) + timedelta(seconds=1)
+    again = alive.claim_across(lapse, 100)
+    assert dict(again.recorded) == {"lease_lapsed": 6}
+    assert sorted((c.tenant, c.occurrence_id) for c in again.claims) == sorted(
+        (c.tenant, c.occurrence_id) for c in taken)
+    assert all(c.attempt == 2 for c in again.claims)
+    for claim in again.claims:
+        assert alive.finish(claim, done, None, lapse)
+    for claim in taken:  # the dead process's late record is fenced
+        assert not dead.finish(claim, done, None, lapse)
+    for slug in tenants:
+        with database.tenant_session(slug) as s:
+            assert {o.status for o in s.execute(select(Occurrence)).scalars()} == {DONE}
+            ok = Counter(r.occurrence_id for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars())
+            assert len(ok) == 5 and set(ok.values()) == {1}
+    assert _index(database) == {}
+
+
+def test_the_rows_of_a_tenant_that_is_gone_are_dropped(database: Database, tenants: list[str], now: datetime) -> None:
+    store = SqlStore(database, EveryRules())
+    _jobs(database, tenants[0], _script(database, tenants[0], now), now, 3)
+    with database.engine.begin() as conn:  # as a restore without the trigger, or a schema dropped by hand
+        conn.execute(text("DROP SCHEMA t_due_0 CASCADE"))
+    batch = store.claim_across(now, 10, tenant_exists=lambda slug: False)
+    assert batch.failed == [tenants[0]] and batch.claims == []
+    assert _index(database) == {}
