@@ -1,0 +1,128 @@
+"""The timer on PostgreSQL: one claim across every tenant per pass, from the shared due index.
+
+Same run slots, fair queue, lease renewal and recorder as `timer.Scheduler`; only
+finding and claiming work differs. The per-tenant timer keeps a wake time per
+tenant and claims tenant by tenant (each a transaction, the idle ones too); this
+one asks the store for up to its free room of due work of any tenant in one
+transaction (`SqlStore.claim_across`), fairly between tenants, and sleeps until
+the index's earliest due time, a wake-up (a NOTIFY, a finished run), or room
+coming back. It needs no tenant list and no tenant leases: every process claims
+from the same index, `FOR UPDATE SKIP LOCKED`, so a process that dies leaves its
+due work to the next pass of the others, and only its running attempts wait for
+their leases.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from almanac.platform import slots
+from almanac.platform.timer import Scheduler
+
+log = logging.getLogger("almanac.scheduler")
+
+
+def cross_room(capacity: int, inflight: int, unrecorded: int) -> int:
+    """How many runs the process may claim now across tenants; 0: wait for room.
+
+    Claims and runs not yet ended stay within `capacity`, counting finished-but-unrecorded
+    ones up to twice it (the recorder lingers to batch); a pass claims only once the
+    unfinished work has drained to half, so that one transaction serves many runs.
+    """
+    unfinished = inflight - unrecorded
+    if unfinished > capacity // 2:
+        return 0
+    return max(0, min(capacity - unfinished, 2 * capacity - inflight))
+
+
+class CrossTenantScheduler(Scheduler):
+    """`Scheduler` whose passes claim across tenants (`store.claim_across`); PostgreSQL only."""
+
+    def __init__(self, *args: Any, tenant_exists: Callable[[str], bool] | None = None,
+                 claim_ahead: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tenant_exists = tenant_exists
+        self.claim_ahead = claim_ahead or slots.CLAIM_AHEAD
+        self._woken = False
+        self._room_wanted = False  # a pass found no room: a run that ends wakes the loop
+
+    @property
+    def capacity(self) -> int:
+        return self.claim_ahead * self.run_limit
+
+    def wake(self, tenant: str) -> None:
+        """Something changed (a schedule, a job, a finished run): look at the index now."""
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
+
+    def _wake_starved(self) -> None:
+        """(Holding the condition.) A pass that found no room is retried once room comes back."""
+        if self._room_wanted and cross_room(self.capacity, self._inflight, self._unrecorded) > 0:
+            self._room_wanted = False
+            self._woken = True
+            self._cond.notify_all()
+
+    def _loop(self) -> None:
+        self._prepare_runner()
+        next_renewal = self.clock.now()
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return
+                self._woken = False
+            now = self.clock.now()
+            if now >= next_renewal:
+                self.renew_leases(now)
+                next_renewal = now + self.renew_every
+            again = self._pass_safely(now)
+            with self._cond:
+                if self._stopping:
+                    return
+                if self._woken:
+                    continue
+                delay = (min(again, next_renewal, now + self.idle) - self.clock.now()).total_seconds()
+                if delay > 0:
+                    self._cond.wait(delay)
+
+    def _pass_safely(self, now: datetime) -> datetime:
+        try:
+            return self._pass(now)
+        except Exception:
+            log.exception("scheduler.claim_failed", extra={"event": "scheduler.claim_failed"})
+            return now + timedelta(seconds=1)
+
+    def _pass(self, now: datetime) -> datetime:
+        """Claim what is due across tenants, within the free room; return when to look again."""
+        with self._cond:
+            free = cross_room(self.capacity, self._inflight, self._unrecorded)
+            if free <= 0:
+                self._room_wanted = True
+                return now + self.idle
+            self._inflight += free  # reserved while the claim runs
+        try:
+            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists)
+        finally:
+            with self._cond:
+                self._inflight -= free
+        self._count_records(batch.recorded)
+        by_tenant: dict[str, list[Any]] = {}
+        for claim in batch.claims:
+            by_tenant.setdefault(claim.tenant, []).append(claim)
+        with self._cond:
+            self._inflight += len(batch.claims)
+            for tenant, claims in by_tenant.items():
+                self._unfinished_by[tenant] += len(claims)
+                self._held_by[tenant] += len(claims)
+                self._fair.add(tenant, claims)
+            self._claims.update((c.run_id, c) for c in batch.claims)
+        self._start_queued()
+        if batch.full:
+            return now
+        if batch.backlog is not None and batch.backlog != self._backlogs:
+            self._backlogs = dict(batch.backlog)
+            self.metrics.set_backlog(self._backlogs)
+        return min(batch.next_due_at, now + self.idle) if batch.next_due_at is not None else now + self.idle
