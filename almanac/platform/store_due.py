@@ -31,9 +31,9 @@ import secrets
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import bindparam, delete, func, select, text
+from sqlalchemy import Table, bindparam, delete, func, select, text
 from sqlalchemy.orm import Session
 
 from almanac.db import TENANT_SCHEMA, schema_for
@@ -44,7 +44,7 @@ from almanac.platform.store_claim import _DUE_COLUMNS
 
 log = logging.getLogger("almanac.scheduler")
 
-D, O = DueEntry.__table__, Occurrence.__table__
+D, O = (cast(Table, m.__table__) for m in (DueEntry, Occurrence))  # Core tables, typed so
 SCAN = 100_000  # due rows (oldest first) ranked per pass: bounds a pass's cost after a long outage
 WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' locked rows to be skipped
 
@@ -150,7 +150,7 @@ class DueMixin:
             s = Session(bind=tenant_conn, expire_on_commit=False, join_transaction_mode="rollback_only")
             s.info["tenant"] = slug  # quotas read the tenant from the session
             try:
-                rows = s.execute(_ROWS_LOCKED, {"b_ids": ids, "b_now": now}).all()
+                rows = list(s.execute(_ROWS_LOCKED, {"b_ids": ids, "b_now": now}).all())
                 if len(rows) < len(ids):
                     self._drop_orphans(s, slug, ids, {r.id for r in rows})
                 return self._claim_rows(s, slug, rows, now)

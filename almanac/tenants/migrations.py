@@ -12,7 +12,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Column, MetaData, String, Table, select
+from sqlalchemy import Column, MetaData, String, Table, delete, select
 from sqlalchemy.schema import CreateSchema, DropSchema
 
 from almanac.db import TENANT_SCHEMA, Database, schema_for
@@ -59,7 +59,7 @@ def drop_tenant_schema(db: Database, slug: str) -> None:
     with db.engine.begin() as conn:
         conn.execute(DropSchema(schema, cascade=True, if_exists=True))
         # Its triggers went with the schema; its rows of the shared due index go in the same transaction.
-        conn.execute(DueEntry.__table__.delete().where(DueEntry.__table__.c.tenant_slug == slug))
+        conn.execute(delete(DueEntry).where(DueEntry.tenant_slug == slug))
 
 
 def tenant_revision(db: Database, slug: str) -> str | None:
