@@ -54,12 +54,12 @@ def drop_tenant_schema(db: Database, slug: str) -> None:
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(str(db.tenant_file(slug)) + suffix).unlink(missing_ok=True)
         return
-    from almanac.platform.coordination_models import DueEntry
-
+    # The shared due index (almanac.platform.coordination_models.DueEntry; tenants may not import the platform).
+    due_index = Table("due_index", MetaData(), Column("tenant_slug", String(40)))
     with db.engine.begin() as conn:
         conn.execute(DropSchema(schema, cascade=True, if_exists=True))
         # Its triggers went with the schema; its rows of the shared due index go in the same transaction.
-        conn.execute(delete(DueEntry).where(DueEntry.tenant_slug == slug))
+        conn.execute(delete(due_index).where(due_index.c.tenant_slug == slug))
 
 
 def tenant_revision(db: Database, slug: str) -> str | None:
