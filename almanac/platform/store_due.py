@@ -31,16 +31,19 @@ import secrets
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from collections.abc import Sequence
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, delete, func, select, text
 from sqlalchemy.orm import Session
 
 from almanac.db import TENANT_SCHEMA, schema_for
+from almanac.platform import policies
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
 from almanac.platform.store_claim import _DUE_COLUMNS
+from almanac.platform.store_record import _RENEW, _TOKENS
 
 log = logging.getLogger("almanac.scheduler")
 
@@ -104,6 +107,7 @@ class DueMixin:
     """`claim_across`; mixed into `SqlStore` after `ClaimMixin` (whose `_claim_rows` it reuses)."""
 
     db: Any
+    lease_margin_s: float
 
     def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime) -> Any:
         raise NotImplementedError
@@ -142,6 +146,30 @@ class DueMixin:
                 next_due = conn.execute(_NEXT_DUE).scalar()
                 backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
         return CrossBatch(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)
+
+    def renew_across(self, claims: Sequence[Claim], now: datetime) -> set[int]:
+        """`renew_leases` for the claims of many tenants in one transaction; the run ids no longer held.
+
+        Renewal is the one periodic write per tenant left (a run's lease lives with its occurrence,
+        in the tenant's schema): one transaction for all of them keeps its cost to a statement per
+        tenant with claims in flight, rather than a transaction each.
+        """
+        by_tenant: dict[str, list[Claim]] = {}
+        for c in claims:
+            if c.occurrence_id is not None:
+                by_tenant.setdefault(c.tenant, []).append(c)
+        lost: set[int] = set()
+        with self.db.engine.connect() as conn, conn.begin():
+            for slug, mine in sorted(by_tenant.items()):
+                conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
+                rows = [dict(b_id=c.occurrence_id, b_token=c.lease_token,
+                             b_lease=policies.lease_until(now, c.timeout_ms, self.lease_margin_s))
+                        for c in sorted(mine, key=lambda c: c.occurrence_id or 0)]
+                if _RENEW.executemany(conn, rows) == len(rows):
+                    continue
+                current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in mine]}).all())
+                lost |= {c.run_id for c in mine if current.get(c.occurrence_id) != c.lease_token}
+        return lost
 
     def _claim_tenant(self, conn: Any, slug: str, ids: list[int], now: datetime) -> Any:
         """One tenant's part of the claim, in a savepoint: a failure costs only this tenant's rows."""

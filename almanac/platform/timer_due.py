@@ -15,14 +15,19 @@ their leases.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from almanac.platform import slots
 from almanac.platform.timer import Scheduler
 
 log = logging.getLogger("almanac.scheduler")
+
+# Claims held per run slot, at most. The per-tenant timer holds 16 (a claim there is a transaction
+# per tenant); a pass across tenants is one transaction whatever it takes, so holding fewer costs
+# little, and keeps leases short of the wait and the work spread over the processes.
+CLAIM_AHEAD = 4
 
 
 def cross_room(capacity: int, inflight: int, unrecorded: int) -> int:
@@ -45,9 +50,44 @@ class CrossTenantScheduler(Scheduler):
                  claim_ahead: int | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.tenant_exists = tenant_exists
-        self.claim_ahead = claim_ahead or slots.CLAIM_AHEAD
+        self.claim_ahead = claim_ahead or CLAIM_AHEAD
         self._woken = False
         self._room_wanted = False  # a pass found no room: a run that ends wakes the loop
+        self._renewer: threading.Thread | None = None
+
+    def start(self) -> None:
+        """The timer, the recorder, and a thread of its own renewing leases.
+
+        Renewal does not wait for the loop: a pass across many tenants on a busy database may
+        take longer than a lease, and a claim waiting for its slot must not look dead meanwhile.
+        """
+        if self._thread is not None:
+            return
+        super().start()
+        self._renewer = threading.Thread(target=self._renew_loop, name="almanac-renew", daemon=True)
+        self._renewer.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        super().stop(timeout)  # every claimed run ran and was recorded: nothing is left to renew
+        if self._renewer is not None:
+            with self._cond:
+                self._cond.notify_all()
+            self._renewer.join(timeout)
+            self._renewer = None
+
+    def _renew_loop(self) -> None:
+        wait = self.renew_every.total_seconds()
+        while True:
+            with self._cond:
+                if self._stopping and not self._claims and self._recorder is None:
+                    return
+                self._cond.wait(wait)
+                if self._stopping and not self._claims and self._recorder is None:
+                    return
+            try:
+                self.renew_leases()
+            except Exception:
+                log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed"})
 
     @property
     def capacity(self) -> int:
@@ -66,25 +106,52 @@ class CrossTenantScheduler(Scheduler):
             self._woken = True
             self._cond.notify_all()
 
+    def renew_leases(self, now: datetime | None = None) -> int:
+        """Extend every held claim's lease in one transaction across tenants; how many were lost.
+
+        As `Scheduler.renew_leases` (a claim lost before it started is dropped from the queue),
+        but without a transaction per tenant: with hundreds of tenants in flight those took
+        longer than the leases they renewed.
+        """
+        now = now or self.clock.now()
+        with self._cond:
+            claims = [c for c in self._claims.values() if c.occurrence_id is not None]
+        if not claims:
+            return 0
+        try:
+            gone = self.store.renew_across(claims, now)
+        except Exception:
+            log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed"})
+            return 0
+        by_tenant: dict[str, set[int]] = {}
+        with self._cond:  # a run recorded since the snapshot is not a lost one
+            for c in claims:
+                if c.run_id in gone and c.run_id in self._claims:
+                    by_tenant.setdefault(c.tenant, set()).add(c.run_id)
+        for tenant, lost in by_tenant.items():
+            with self._cond:
+                dropped = self._fair.remove(tenant, lost)
+                self._unfinished_by[tenant] -= len(dropped)
+            if dropped:
+                self._release(dropped, recorded=False)
+            log.warning("run.lease_lost", extra={"event": "run.lease_lost", "tenant": tenant, "runs": len(lost)})
+        return sum(len(v) for v in by_tenant.values())
+
     def _loop(self) -> None:
         self._prepare_runner()
-        next_renewal = self.clock.now()
         while True:
             with self._cond:
                 if self._stopping:
                     return
                 self._woken = False
             now = self.clock.now()
-            if now >= next_renewal:
-                self.renew_leases(now)
-                next_renewal = now + self.renew_every
             again = self._pass_safely(now)
             with self._cond:
                 if self._stopping:
                     return
                 if self._woken:
                     continue
-                delay = (min(again, next_renewal, now + self.idle) - self.clock.now()).total_seconds()
+                delay = (min(again, now + self.idle) - self.clock.now()).total_seconds()
                 if delay > 0:
                     self._cond.wait(delay)
 

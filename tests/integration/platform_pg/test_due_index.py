@@ -187,3 +187,18 @@ def test_the_rows_of_a_tenant_that_is_gone_are_dropped(database: Database, tenan
     batch = store.claim_across(now, 10, tenant_exists=lambda slug: False)
     assert batch.failed == [tenants[0]] and batch.claims == []
     assert _index(database) == {}
+
+
+def test_leases_of_many_tenants_are_renewed_in_one_transaction_and_a_lost_one_is_named(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    store = SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 2)
+    claims = store.claim_across(now, 100).claims
+    done = Outcome(status="succeeded", started_at=now, output=1, duration_ms=1)
+    assert store.finish(claims[0], done, None, now)  # recorded meanwhile: no longer held
+    later = now + timedelta(seconds=20)
+    assert store.renew_across(claims, later) == {claims[0].run_id}
+    index = _index(database)
+    for c in claims[1:]:  # the lease, and the index with it, now end 31 s after `later`
+        assert index[(c.tenant, c.occurrence_id)] == later + timedelta(seconds=31)
