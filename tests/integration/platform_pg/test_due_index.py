@@ -7,6 +7,7 @@ claimed tenant by tenant (a process knew only the tenants it held a timer lease 
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -202,3 +203,30 @@ def test_leases_of_many_tenants_are_renewed_in_one_transaction_and_a_lost_one_is
     index = _index(database)
     for c in claims[1:]:  # the lease, and the index with it, now end 31 s after `later`
         assert index[(c.tenant, c.occurrence_id)] == later + timedelta(seconds=31)
+
+
+def test_the_cross_tenant_timer_runs_every_tenant_s_due_work_once_and_stops_clean(
+        database: Database, tenants: list[str]) -> None:
+    from almanac.platform.clock import SystemClock
+    from almanac.platform.runner import FunctionRunner
+    from almanac.platform.timer_due import CrossTenantScheduler
+
+    clock = SystemClock()
+    now = clock.now()
+    store = SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 20)
+    timer = CrossTenantScheduler(store, FunctionRunner(lambda source, event, caps: event["jobKey"]), clock,
+                                 lambda: [], workers=4, renew_every_s=0.2)
+    timer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while _index(database) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        timer.stop()
+    assert _index(database) == {} and timer.outstanding() == (0, 0, 0)
+    for slug in tenants:
+        with database.tenant_session(slug) as s:
+            ok = Counter(r.job_key for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars())
+            assert len(ok) == 20 and set(ok.values()) == {1}
