@@ -147,8 +147,8 @@ class DueMixin:
                 backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
         return CrossBatch(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)
 
-    def renew_across(self, claims: Sequence[Claim], now: datetime) -> set[int]:
-        """`renew_leases` for the claims of many tenants in one transaction; the run ids no longer held.
+    def renew_across(self, claims: Sequence[Claim], now: datetime) -> set[tuple[str, int]]:
+        """`renew_leases` for the claims of many tenants in one transaction; (tenant, run id) of those not held.
 
         Renewal is the one periodic write per tenant left (a run's lease lives with its occurrence,
         in the tenant's schema): one transaction for all of them keeps its cost to a statement per
@@ -158,7 +158,7 @@ class DueMixin:
         for c in claims:
             if c.occurrence_id is not None:
                 by_tenant.setdefault(c.tenant, []).append(c)
-        lost: set[int] = set()
+        lost: set[tuple[str, int]] = set()
         with self.db.engine.connect() as conn, conn.begin():
             for slug, mine in sorted(by_tenant.items()):
                 conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
@@ -168,7 +168,7 @@ class DueMixin:
                 if _RENEW.executemany(conn, rows) == len(rows):
                     continue
                 current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in mine]}).all())
-                lost |= {c.run_id for c in mine if current.get(c.occurrence_id) != c.lease_token}
+                lost |= {(slug, c.run_id) for c in mine if current.get(c.occurrence_id) != c.lease_token}
         return lost
 
     def _claim_tenant(self, conn: Any, slug: str, ids: list[int], now: datetime) -> Any:

@@ -126,7 +126,7 @@ class CrossTenantScheduler(Scheduler):
         by_tenant: dict[str, set[int]] = {}
         with self._cond:  # a run recorded since the snapshot is not a lost one
             for c in claims:
-                if c.run_id in gone and c.run_id in self._claims:
+                if (c.tenant, c.run_id) in gone and (c.tenant, c.run_id) in self._claims:
                     by_tenant.setdefault(c.tenant, set()).add(c.run_id)
         for tenant, lost in by_tenant.items():
             with self._cond:
@@ -185,7 +185,7 @@ class CrossTenantScheduler(Scheduler):
                 self._unfinished_by[tenant] += len(claims)
                 self._held_by[tenant] += len(claims)
                 self._fair.add(tenant, claims)
-            self._claims.update((c.run_id, c) for c in batch.claims)
+            self._claims.update(((c.tenant, c.run_id), c) for c in batch.claims)
         self._start_queued()
         if batch.full:
             return now

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select, text
@@ -199,7 +200,7 @@ def test_leases_of_many_tenants_are_renewed_in_one_transaction_and_a_lost_one_is
     done = Outcome(status="succeeded", started_at=now, output=1, duration_ms=1)
     assert store.finish(claims[0], done, None, now)  # recorded meanwhile: no longer held
     later = now + timedelta(seconds=20)
-    assert store.renew_across(claims, later) == {claims[0].run_id}
+    assert store.renew_across(claims, later) == {(claims[0].tenant, claims[0].run_id)}
     index = _index(database)
     for c in claims[1:]:  # the lease, and the index with it, now end 31 s after `later`
         assert index[(c.tenant, c.occurrence_id)] == later + timedelta(seconds=31)
@@ -230,3 +231,31 @@ def test_the_cross_tenant_timer_runs_every_tenant_s_due_work_once_and_stops_clea
         with database.tenant_session(slug) as s:
             ok = Counter(r.job_key for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars())
             assert len(ok) == 20 and set(ok.values()) == {1}
+
+
+def test_claims_of_tenants_whose_run_ids_coincide_are_all_renewed(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    """Run ids are per tenant: every tenant's first run is run 1. Claims were held by run id
+    alone, so one tenant's claim hid another's from renewal and its lease lapsed while it waited
+    (seen as lease lapses with a single process in the bench)."""
+    from almanac.platform.clock import ManualClock
+    from almanac.platform.runner import FunctionRunner
+    from almanac.platform.timer_due import CrossTenantScheduler
+
+    class Holding(FunctionRunner):  # takes runs and never ends them (until told)
+        def __init__(self) -> None:
+            super().__init__(lambda *a: None)
+            self.held: list[Any] = []
+
+        def submit(self, source: str, event: dict, timeout_ms: int, memory_mb: int, effects: Any, done: Any) -> None:
+            self.held.append(done)
+
+    store = SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 3)
+    timer = CrossTenantScheduler(store, Holding(), ManualClock(now), lambda: [], workers=4)  # room for 16
+    timer._pass(now)
+    assert timer.outstanding().claimed == 9  # 3 tenants x runs 1, 2, 3
+    later = now + timedelta(seconds=20)
+    assert timer.renew_leases(later) == 0
+    assert set(_index(database).values()) == {later + timedelta(seconds=31)}
