@@ -129,7 +129,7 @@ def daily_rule() -> str:
 # -- one phase ----------------------------------------------------------------------------------
 
 
-def move_burst(db: Any, slugs: list[str], per_tenant: int, phase: int, lead_s: float) -> tuple[int, datetime, float]:
+def move_burst(db: Any, slugs: list[str], per_tenant: int, offset: int, lead_s: float) -> tuple[int, datetime, float]:
     """Make `per_tenant` planned occurrences of each tenant due at one instant, in one transaction.
 
     Returns (moved, the due instant, seconds the move took). The instant is `lead_s` ahead of
@@ -148,7 +148,7 @@ def move_burst(db: Any, slugs: list[str], per_tenant: int, phase: int, lead_s: f
         for slug in slugs:
             conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
             ids = conn.execute(select(O.c.id).where(O.c.status == "planned", O.c.trigger == "schedule")
-                               .order_by(O.c.schedule_id).offset(phase * per_tenant).limit(per_tenant)).scalars().all()
+                               .order_by(O.c.schedule_id).offset(offset).limit(per_tenant)).scalars().all()
             conn.execute(update(O).where(O.c.id.in_(ids)).values(scheduled_for=due, due_at=due))
             moved += len(ids)
     return moved, due, time.monotonic() - t0
@@ -216,13 +216,13 @@ def stop_workers(workers: list[subprocess.Popen]) -> None:
 
 
 def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: int, phase: int, burst: int,
-              *, kill_one: bool = False) -> dict[str, Any]:
+              *, kill_one: bool = False, offset: int = 0) -> dict[str, Any]:
     per_tenant = max(1, burst // len(slugs))
     workers = start_workers(args, url, var, procs, str(phase))
     killed_at: datetime | None = None
     try:
         time.sleep(args.warmup)  # processes start, first passes
-        moved, due, move_s = move_burst(db, slugs, per_tenant, phase, args.lead)
+        moved, due, move_s = move_burst(db, slugs, per_tenant, offset, args.lead)
         deadline = time.monotonic() + args.timeout
         while True:
             time.sleep(0.5 if kill_one and killed_at is None else 2)
@@ -354,15 +354,23 @@ def main() -> None:
         t2 = time.monotonic()
         print(f"set-up: {args.tenants} tenants in {t1 - t0:.0f} s, {per_tenant * args.tenants} schedules "
               f"in {t2 - t1:.0f} s", flush=True)
+        bursts = [int(b) for b in args.bursts.split(",") if b]
+        phases = [max(1, b // args.tenants) for b in bursts for _ in args.procs.split(",")]
+        phases += [max(1, args.failover // args.tenants)] if args.failover else []
+        if sum(phases) > per_tenant:  # each phase moves the next set of every tenant's schedules
+            raise SystemExit(f"{per_tenant} schedules per tenant cannot feed phases of {phases} each: "
+                             "raise --schedules or lower the bursts")
         results: list[dict[str, Any]] = []
         phase = 0
-        for burst in (int(b) for b in args.bursts.split(",") if b):
+        for burst in bursts:
             for procs in (int(p) for p in args.procs.split(",")):
-                results.append(run_phase(args, db, args.pg_url, var, slugs, procs, phase, burst))
+                results.append(run_phase(args, db, args.pg_url, var, slugs, procs, phase, burst,
+                                         offset=sum(phases[:phase])))
                 print(json.dumps(results[-1]), flush=True)
                 phase += 1
         if args.failover:
-            results.append(run_phase(args, db, args.pg_url, var, slugs, 4, phase, args.failover, kill_one=True))
+            results.append(run_phase(args, db, args.pg_url, var, slugs, 4, phase, args.failover, kill_one=True,
+                                     offset=sum(phases[:phase])))
             print(json.dumps(results[-1]), flush=True)
         for burst in (int(b) for b in args.procrastinate.split(",") if b):
             for procs in (int(p) for p in args.procs.split(",")):
