@@ -141,7 +141,8 @@ class Job(TenantBase):
     """A one-off delayed run, upserted by key (SPEC section 8)."""
 
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_script_id", "script_id"),)
+    # root_key: the chain limit counts every job of a chain at each planning, and the chain view lists them.
+    __table_args__ = (Index("ix_jobs_script_id", "script_id"), Index("ix_jobs_root_key", "root_key"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(NAME_MAX), unique=True)

@@ -118,3 +118,11 @@ def test_occurrence_unique_key_holds_in_the_database(world: World) -> None:
             world.clock.now(), occ.scheduled_for, 0, "job", job_id=occ.job_id))
     assert added is False
 
+
+
+def test_the_chain_count_uses_the_root_key_index(world: World) -> None:
+    if not world.db.is_sqlite:
+        return
+    with world.db.tenant_connection(world.tenant) as conn:
+        plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN SELECT key FROM jobs WHERE root_key = 'r' LIMIT 101").fetchall()
+    assert any("ix_jobs_root_key" in str(row) for row in plan)
