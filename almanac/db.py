@@ -14,7 +14,6 @@ the schema name before the transaction begins.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -115,18 +114,6 @@ class TenantBase(DeclarativeBase):
     """Tables that every tenant has in its own schema."""
 
     metadata = MetaData(schema=TENANT_SCHEMA, naming_convention=NAMING_CONVENTION)
-
-
-# The modules that declare TenantBase tables (a test keeps this list complete): a new tenant's
-# schema is built from the models at once, so all of them must be loaded first.
-TENANT_MODEL_MODULES = ("almanac.platform.models", "almanac.delivery.models")
-
-
-def tenant_metadata() -> MetaData:
-    """TenantBase's metadata with every tenant table declared."""
-    for name in TENANT_MODEL_MODULES:
-        importlib.import_module(name)
-    return TenantBase.metadata
 
 
 def validate_slug(slug: str) -> str:

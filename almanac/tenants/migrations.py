@@ -15,7 +15,7 @@ from alembic.config import Config
 from sqlalchemy import Column, MetaData, String, Table, select
 from sqlalchemy.schema import CreateSchema, DropSchema
 
-from almanac.db import TENANT_SCHEMA, Database, schema_for, tenant_metadata
+from almanac.db import TENANT_SCHEMA, Database, schema_for
 
 ALEMBIC_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
@@ -42,24 +42,6 @@ def upgrade_tenant(db: Database, slug: str) -> None:
             conn.execute(CreateSchema(schema, if_not_exists=True))
     with db.tenant_connection(slug) as conn:
         command.upgrade(_config("tenant", conn, schema), "head")
-        if conn.in_transaction():
-            conn.commit()
-
-
-def create_tenant_schema(db: Database, slug: str) -> None:
-    """A NEW tenant's schema: the models' tables at once, stamped at the newest revision.
-
-    Alembic's own recipe for building an up-to-date database from scratch: replaying every
-    migration for each new tenant cost a second or more per tenant, and the migrations exist
-    for tenants that already have data. `test_migrations` keeps the two paths identical.
-    """
-    schema = schema_for(slug)
-    if not db.is_sqlite:
-        with db.engine.begin() as conn:
-            conn.execute(CreateSchema(schema, if_not_exists=True))
-    with db.tenant_connection(slug) as conn:
-        tenant_metadata().create_all(conn)
-        command.stamp(_config("tenant", conn, schema), "head")
         if conn.in_transaction():
             conn.commit()
 
