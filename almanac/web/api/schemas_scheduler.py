@@ -230,6 +230,8 @@ class RunOut(BaseModel):
     error_line: int | None
     logs: list[str]
     duration_ms: int | None
+    event: Any = None  # what the script was given; null for runs recorded before it was kept
+    cpu_ms: int | None = None
 
 
 class RunPage(BaseModel):
@@ -259,4 +261,5 @@ def run_out(run: Any) -> RunOut:
         started_at=run.started_at, finished_at=run.finished_at, status=run.status, reason=run.reason,
         attempt=run.attempt, output=None if run.output is None else jsonsafe.loads_stored(run.output), error=run.error,
         error_line=run.error_line, logs=jsonsafe.loads_stored(run.logs) if run.logs else [], duration_ms=run.duration_ms,
+        event=None if run.event is None else jsonsafe.loads_stored(run.event), cpu_ms=run.cpu_ms,
     )
