@@ -20,7 +20,8 @@ from almanac.platform.models import Event, Job, Run, Schedule
 @dataclass
 class RunContext:
     event: Any = None
-    event_rebuilt: bool = False  # True when the event is rebuilt from today's payload, not stored with the run
+    # True for runs recorded before the event was kept (t0008): rebuilt from today's payload.
+    event_rebuilt: bool = False
     emitted: list[dict[str, Any]] = field(default_factory=list)  # {event, deliveries: [(delivery, target name)]}
     follow_ups: list[Job] = field(default_factory=list)
     attempts: list[Run] = field(default_factory=list)  # every attempt of the occurrence, this one included
@@ -31,7 +32,11 @@ class RunContext:
 
 
 def _stored(run: Run, name: str) -> Any:
-    """A column another part of the platform may add to runs (event, http, cpu_ms); None until it does."""
+    """A run's stored `event`, `cpu_ms` or `http` (JSON text decoded); None when absent.
+
+    `http` (the run's fetches) is added by the fetch work in its own migration: read by name
+    so this page shows it as soon as it exists, and an empty state until then.
+    """
     value = getattr(run, name, None)
     if isinstance(value, str) and name in ("event", "http"):
         try:
