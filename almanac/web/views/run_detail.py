@@ -46,6 +46,20 @@ def _stored(run: Run, name: str) -> Any:
     return value
 
 
+FETCH_FIELDS = ("method", "url", "status", "error", "bytes", "duration_ms")
+
+
+def fetch_rows(value: Any) -> list[dict[str, Any]]:
+    """A run's `http` record as the page's rows: every field present (None when the record lacks it).
+
+    The record is written by the fetch work; the page must not break on a field it leaves out,
+    nor on a value that is not a list of objects (shown as no fetches).
+    """
+    if not isinstance(value, list):
+        return []
+    return [{name: item.get(name) for name in FETCH_FIELDS} for item in value if isinstance(item, dict)]
+
+
 def rebuilt_event(run: Run, payload: Any) -> dict[str, Any]:
     """The event of SPEC section 6 as the script saw it, from the run's row and its owner's payload."""
     fired = run.started_at or run.created_at
@@ -61,7 +75,7 @@ def rebuilt_event(run: Run, payload: Any) -> dict[str, Any]:
 
 
 def run_context(s: Session, run: Run) -> RunContext:
-    ctx = RunContext(cpu_ms=_stored(run, "cpu_ms"), http=_stored(run, "http") or [])
+    ctx = RunContext(cpu_ms=_stored(run, "cpu_ms"), http=fetch_rows(_stored(run, "http")))
     if run.schedule_id is not None:
         ctx.schedule = s.get(Schedule, run.schedule_id)
     if run.job_key is not None:
