@@ -111,3 +111,16 @@ def test_fetch_rows_take_any_record_shape_without_breaking_the_page():
     (row,) = fetch_rows([{"url": "https://a.example/", "extra": 1}, "not a fetch", 3])
     assert row == {"method": None, "url": "https://a.example/", "status": None, "error": None, "bytes": None,
                    "duration_ms": None}
+
+
+def test_run_api_names_the_events_a_run_emitted_and_its_chain_root(app, signed_in, database, now):
+    b = signed_in("admin")
+    seeded = seed(database, b.tenant, add_script(database, b.tenant, now), now)
+    with database.shared_session() as s:
+        token = auth.create_token(s, registry.get_tenant(s, b.tenant), "reader", "viewer", now=now)[1]
+    client = TestClient(app, headers={"Authorization": f"Bearer {token}"})
+    one = client.get(f"/api/v1/runs/{seeded.retry}").json()
+    assert one["events"] == [seeded.event_id] and one["root_key"] is None
+    items = {r["id"]: r for r in client.get("/api/v1/runs?limit=100").json()["items"]}
+    assert items[seeded.retry]["events"] == [seeded.event_id] and items[seeded.first_attempt]["events"] == []
+    assert [items[i]["root_key"] for i in seeded.chain_runs] == ["check-7", "check-7"]
