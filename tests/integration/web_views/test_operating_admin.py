@@ -124,3 +124,18 @@ def test_run_api_names_the_events_a_run_emitted_and_its_chain_root(app, signed_i
     items = {r["id"]: r for r in client.get("/api/v1/runs?limit=100").json()["items"]}
     assert items[seeded.retry]["events"] == [seeded.event_id] and items[seeded.first_attempt]["events"] == []
     assert [items[i]["root_key"] for i in seeded.chain_runs] == ["check-7", "check-7"]
+
+
+def test_a_schedule_paused_by_its_failures_says_so_on_the_dashboard_list_and_its_page(signed_in, database, now):
+    b = signed_in("admin")
+    seeded = seed(database, b.tenant, add_script(database, b.tenant, now), now)
+    reason = "paused itself after 3 failed runs in a row (pause_after_failures)"
+    with database.tenant_session(b.tenant) as s:
+        sch = s.get(Schedule, seeded.schedule_id)
+        sch.enabled, sch.paused_reason, sch.failures_in_row = False, reason, 3
+    dashboard = html.unescape(b.get("/").text).split('id="paused-h"', 1)[1].split("</section>", 1)[0]
+    assert "nightly-report" in dashboard and "paused by failures" in dashboard and reason in dashboard
+    listing = html.unescape(b.get("/schedules").text)
+    assert '<span class="status failed">paused by failures</span>' in listing
+    page = html.unescape(b.get(f"/schedules/{seeded.schedule_id}").text)
+    assert f"It {reason}; resume it once the cause is fixed." in page
