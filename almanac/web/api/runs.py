@@ -44,7 +44,8 @@ def with_links(session: Session, rows: Sequence[Run]) -> list[RunOut]:
     if ids:
         for run_id, event_id in session.execute(
                 select(Event.run_id, Event.id).where(Event.run_id.in_(ids)).order_by(Event.id)):
-            events.setdefault(run_id, []).append(event_id)
+            if run_id is not None:  # always, given the filter; the column is nullable
+                events.setdefault(run_id, []).append(event_id)
     keys = sorted({r.job_key for r in rows if r.job_key is not None})
     roots = dict(session.execute(select(Job.key, Job.root_key).where(Job.key.in_(keys))).all()) if keys else {}
     return [run_out(r, events.get(r.id), roots.get(r.job_key or "")) for r in rows]
