@@ -6,6 +6,7 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from sqlalchemy import text
 
+from almanac.delivery.metrics import get_delivery_metrics
 from almanac.errors import AlmanacError
 from almanac.platform.metrics import sandbox_workers
 from almanac.web.deps import ServicesDep
@@ -32,8 +33,16 @@ def readyz(services: ServicesDep) -> dict[str, str]:
     return {"status": "ready"}
 
 
+DELIVERY_STATUSES = ("succeeded", "failed", "dead")  # what an attempt can leave a delivery in
+
+
 @router.get("/metrics")
 def metrics(services: ServicesDep) -> Response:
+    # Every family SPEC section 13 names is in the exposition from the first scrape, at zero, not only
+    # once the first delivery was attempted (a dashboard's rate() needs the zero to start from).
+    deliveries = get_delivery_metrics()
+    for status in DELIVERY_STATUSES:
+        deliveries.attempts.labels(status=status)
     # The runner in use now (tests swap it): its pool's counts, or none for a runner without a pool.
     counts = getattr(services.runner, "worker_counts", None)
     sandbox_workers().source = counts if callable(counts) else None

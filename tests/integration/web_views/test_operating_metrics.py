@@ -102,3 +102,14 @@ def test_the_worker_runner_reports_its_pool(tmp_path):
         assert runner.worker_counts()["alive"] == 1
     finally:
         runner.close()
+
+
+def test_every_family_of_section_13_is_exposed_from_the_first_scrape(app):
+    """Before any delivery, /metrics already carries the delivery families at zero (a fresh server showed none)."""
+    families = {f.name: f for f in text_string_to_metric_families(TestClient(app).get("/metrics").text)}
+    for name in ("almanac_runs", "almanac_run_duration_seconds", "almanac_run_start_lag_seconds", "almanac_due_backlog",
+                 "almanac_deliveries", "almanac_delivery_latency_seconds", "almanac_sandbox_workers_alive",
+                 "almanac_sandbox_workers_recycled", "almanac_sandbox_workers_lost"):
+        assert name in families, name
+    statuses = {s.labels.get("status") for s in families["almanac_deliveries"].samples if s.name.endswith("_total")}
+    assert {"succeeded", "failed", "dead"} <= statuses
