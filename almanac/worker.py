@@ -127,6 +127,12 @@ class SandboxRunner:
             pool = self._pool
         return pool.worker_pids() if pool is not None else []
 
+    def worker_counts(self) -> dict[str, int]:
+        """The pool's workers alive, recycled and lost (all 0 before the pool starts, or in-process)."""
+        with self._lock:
+            pool = self._pool
+        return pool.worker_counts() if pool is not None else {"alive": 0, "recycled": 0, "lost": 0}
+
     def _start_pool(self) -> None:
         from almanac.sandbox import SandboxPool
 
@@ -212,7 +218,7 @@ class SandboxRunner:
 def _outcome_of(result: Any) -> RunOutcome:
     logs = result.logs.splitlines() if isinstance(result.logs, str) else list(result.logs or [])
     return RunOutcome(result.status, result.output, result.error, result.error_line, result.error_column,
-                      logs, result.duration_ms)
+                      logs, result.duration_ms, getattr(result, "cpu_ms", None))
 
 
 PREPARE_TIMEOUT_S = 60.0  # past this the scheduler claims anyway; runs go in-process until the pool is up

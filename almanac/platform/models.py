@@ -221,3 +221,8 @@ class Run(TenantBase):
     logs: Mapped[str | None] = mapped_column(Text)  # JSON list of lines
     duration_ms: Mapped[int | None] = mapped_column(Integer)
     lease_token: Mapped[str | None] = mapped_column(String(32))
+    # What the run's page shows as given (SPEC section 9): the event as the script received it
+    # (JSON text; NULL for runs recorded before it was kept, or never started), and the CPU
+    # time of its sandbox thread (NULL when the runner does not measure it).
+    event: Mapped[str | None] = mapped_column(Text)
+    cpu_ms: Mapped[int | None] = mapped_column(Integer)

@@ -22,6 +22,7 @@ class RunOutcome:
     error_column: int | None = None
     logs: list[str] = field(default_factory=list)
     duration_ms: int = 0
+    cpu_ms: int | None = None  # None: the runner does not measure it
 
 
 OUTPUT_MAX = 64 * 1024

@@ -76,6 +76,8 @@ class Outcome:
     duration_ms: int = 0
     reason: str | None = None
     retry: bool = True  # False: not retried whatever the policy (a platform limit, a result that cannot be stored)
+    event: dict[str, Any] | None = None  # what the script was given, kept on the run (SPEC section 9)
+    cpu_ms: int | None = None
 
 
 @dataclass

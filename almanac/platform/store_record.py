@@ -55,6 +55,7 @@ _FINISH_RUN = Bulk(update(R).where(R.c.id == bindparam("b_id"), R.c.lease_token 
     status=bindparam("b_status"), reason=bindparam("b_reason"), started_at=bindparam("b_started"),
     finished_at=bindparam("b_finished"), output=bindparam("b_output"), error=bindparam("b_error"),
     error_line=bindparam("b_error_line"), logs=bindparam("b_logs"), duration_ms=bindparam("b_duration"),
+    event=bindparam("b_event"), cpu_ms=bindparam("b_cpu"),
 ))
 _FINISH_JOB = Bulk(update(J).where(
     J.c.id == bindparam("b_id"), J.c.state == JOB_PENDING, J.c.run_at == bindparam("b_run_at"),
@@ -138,7 +139,8 @@ class RecordMixin:
         error = None if outcome.error is None else valid_text(outcome.error)[:ERROR_MAX]
         reason = f"its result could not be recorded ({type(problem).__name__}); ended failed, not retried"
         plain = Outcome(status="failed", started_at=outcome.started_at, error=error, error_line=outcome.error_line,
-                        duration_ms=outcome.duration_ms, reason=reason, retry=False)
+                        duration_ms=outcome.duration_ms, reason=reason, retry=False,
+                        event=outcome.event, cpu_ms=outcome.cpu_ms)
         log.error("run.unrecordable", extra={"event": "run.unrecordable", "run_id": claim.run_id,
                                              "problem": type(problem).__name__})
         return self.finish(claim, plain, None, now)
@@ -222,6 +224,8 @@ class RecordMixin:
             b_error=outcome.error, b_error_line=outcome.error_line,
             b_logs=json.dumps(outcome.logs) if outcome.logs else "[]",
             b_duration=outcome.duration_ms,
+            # ASCII JSON: a payload's lone surrogates stay escapes, which every database stores.
+            b_event=None if outcome.event is None else json.dumps(outcome.event), b_cpu=outcome.cpu_ms,
         )
 
     def _fence(self, s: Session, claim: Claim, retry: datetime | None) -> bool:

@@ -280,7 +280,7 @@ class Scheduler(RecorderMixin):
         started, effects, event, t0 = self._prepare(claim)
 
         def ended(result: Any) -> None:
-            self._ended(claim, started, effects, t0, result)
+            self._ended(claim, started, effects, t0, result, event)
 
         try:
             if self._pool is None:  # the runner has `submit` (see `start`)
@@ -290,10 +290,11 @@ class Scheduler(RecorderMixin):
         except Exception as exc:  # the runner refused it (closing, say): the run failed, the platform goes on
             ended(_runner_broke(claim, exc))
 
-    def _ended(self, claim: Claim, started: datetime, effects: RunEffects, t0: float, result: Any) -> None:
+    def _ended(self, claim: Claim, started: datetime, effects: RunEffects, t0: float, result: Any,
+               event: dict) -> None:
         """A run ended (on the runner's thread): queue it for the recorder, start the next."""
         try:
-            done: _Finished | None = self._finished_run(claim, started, effects, t0, result)
+            done: _Finished | None = self._finished_run(claim, started, effects, t0, result, event)
         except Exception:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": claim.run_id})
             done = None
@@ -411,10 +412,10 @@ class Scheduler(RecorderMixin):
 
     def _run(self, claim: Claim) -> _Finished:
         started, effects, event, t0 = self._prepare(claim)
-        return self._finished_run(claim, started, effects, t0, self._call_runner(claim, event, effects))
+        return self._finished_run(claim, started, effects, t0, self._call_runner(claim, event, effects), event)
 
     def _finished_run(self, claim: Claim, started: datetime, effects: RunEffects, t0: float,
-                      result: Any) -> _Finished:
+                      result: Any, event: dict) -> _Finished:
         elapsed = self.clock.monotonic() - t0
         finished = self.clock.now()
         # The script started when the runner says it ran for `duration_ms` before its end, not when
@@ -422,7 +423,7 @@ class Scheduler(RecorderMixin):
         if result.duration_ms:
             started = max(started, finished - timedelta(milliseconds=result.duration_ms))
         self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
-        outcome = _outcome(result, started, elapsed)
+        outcome = replace(_outcome(result, started, elapsed), event=event)
         if effects.refused and outcome.status != "succeeded":  # a platform limit: trying again cannot help
             outcome = replace(outcome, retry=False, reason=f"refused by a platform limit ({effects.refused}); not retried")
         return _Finished(claim, outcome, effects, finished, elapsed)
@@ -476,4 +477,5 @@ def _outcome(result: Any, started: datetime, elapsed_s: float) -> Outcome:
     return Outcome(
         status=status, started_at=started, output=output, error=error,
         error_line=result.error_line, logs=logs, duration_ms=duration, reason=reason,
+        cpu_ms=getattr(result, "cpu_ms", None),
     )

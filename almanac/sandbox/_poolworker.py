@@ -52,7 +52,7 @@ TICKET_HEAD = struct.Struct("<Q")
 MAX_TICKET = 32 * 1024  # larger jobs go as thin tickets and are fetched
 SOURCES_KEPT = 64
 RESULT_FIELDS = ("status", "output", "error", "error_line", "error_column", "logs",
-                 "duration_ms", "error_stack")
+                 "duration_ms", "error_stack", "cpu_ms")
 
 
 def dump(message: list) -> bytes:

@@ -127,6 +127,10 @@ class SandboxPool:
         self._arrivals: list[Worker] = []  # started by a background thread, for the reactor to adopt
         self._background: set[threading.Thread] = set()
         self._lost_idle_at: float | None = None
+        # Workers replaced since start: recycled (they said why and exited: a trap, max runs) or
+        # lost (died or hung without saying so). Read by the platform's /metrics (SPEC section 13).
+        self._recycled = 0
+        self._lost = 0
         self._next_watch = 0.0
         self._closed = False
         self._tickets_out, self._tickets_in = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -169,6 +173,12 @@ class SandboxPool:
         """Process ids of the workers now started."""
         with self._lock:
             return sorted(w.process.pid for w in [*self._workers.values(), *self._arrivals])
+
+    def worker_counts(self) -> dict[str, int]:
+        """Workers alive now, and how many were recycled or lost since the pool started."""
+        with self._lock:
+            alive = len(self._workers) + len(self._arrivals)
+            return {"alive": alive, "recycled": self._recycled, "lost": self._lost}
 
     def close(self) -> None:
         """Refuse new work; let runs in flight finish (up to ``CLOSE_WAIT_S``); stop the workers. Idempotent."""
@@ -362,6 +372,11 @@ class SandboxPool:
                 return
         self._poller.unregister(worker.fd)
         reason = "closed" if self._closed else why if worker.retiring is None or why != "died" else worker.retiring
+        if not self._closed:
+            recycled = worker.retiring is not None and why == "died"  # it said why, then exited
+            with self._lock:
+                self._recycled += recycled
+                self._lost += not recycled
         job_id, started = worker.running()
         if job_id:
             with self._lock:

@@ -26,7 +26,7 @@ import os
 import re
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ class RunResult:
     logs: str
     duration_ms: int
     error_stack: str | None = None
+    cpu_ms: int | None = None  # CPU time of the thread that ran it (host calls included); None: not measured
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,7 @@ class Sandbox:
     def _execute(self, source: str, job: dict, limits: Limits, caps: Capabilities) -> RunResult:
         if self._closed:
             raise RuntimeError("sandbox is closed")
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.thread_time()
         io = _wasi.RunIO(started + limits.timeout_ms / 1000, limits.log_bytes, limits.output_bytes,
                          limits.kv_value_bytes + REQUEST_OVERHEAD, Bridge(caps, limits).handle)
         with self._shared.slots:  # an instance slot of the pooling allocator
@@ -116,7 +117,8 @@ class Sandbox:
                 _wasi.bind(None)
                 memory_used = _memory_size(store, io)
                 store.close()
-        return _outcome(io, trap, memory_used - self._shared.image_memory, limits, started)
+        result = _outcome(io, trap, memory_used - self._shared.image_memory, limits, started)
+        return replace(result, cpu_ms=int((time.thread_time() - cpu_started) * 1000))
 
     def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, job: bytes, script: bytes,
                limits: Limits) -> BaseException | None:

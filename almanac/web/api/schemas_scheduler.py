@@ -230,6 +230,10 @@ class RunOut(BaseModel):
     error_line: int | None
     logs: list[str]
     duration_ms: int | None
+    event: Any = None  # what the script was given; null for runs recorded before it was kept
+    cpu_ms: int | None = None
+    events: list[int] = []  # ids of the events it emitted
+    root_key: str | None = None  # the chain a job's run belongs to
 
 
 class RunPage(BaseModel):
@@ -252,11 +256,13 @@ class KvPage(BaseModel):
     next_cursor: str | None
 
 
-def run_out(run: Any) -> RunOut:
+def run_out(run: Any, events: list[int] | None = None, root_key: str | None = None) -> RunOut:
     return RunOut(
         id=run.id, schedule_id=run.schedule_id, job_key=run.job_key, script_id=run.script_id,
         script_version=run.script_version, trigger=run.trigger, scheduled_for=run.scheduled_for,
         started_at=run.started_at, finished_at=run.finished_at, status=run.status, reason=run.reason,
         attempt=run.attempt, output=None if run.output is None else jsonsafe.loads_stored(run.output), error=run.error,
         error_line=run.error_line, logs=jsonsafe.loads_stored(run.logs) if run.logs else [], duration_ms=run.duration_ms,
+        event=None if run.event is None else jsonsafe.loads_stored(run.event), cpu_ms=run.cpu_ms,
+        events=events or [], root_key=root_key,
     )

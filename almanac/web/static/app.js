@@ -47,6 +47,11 @@
     for (var i = 0; i < boxes.length; i++) {
       var box = boxes[i];
       if (box.scrollWidth > box.clientWidth + 1) {
+        // A chart reads left to right in days: on a narrow screen show the newest days first.
+        if (box.closest(".chart") && !box.hasAttribute("data-scrolled")) {
+          box.setAttribute("data-scrolled", "");
+          box.scrollLeft = box.scrollWidth;
+        }
         box.setAttribute("tabindex", "0");
         box.setAttribute("role", "region");
         if (!box.hasAttribute("aria-label")) box.setAttribute("aria-label", "Table (scrolls sideways)");

@@ -53,7 +53,8 @@ def test_results_equal_the_in_process_sandbox(pool, box, name):
     event = {"payload": {"a": 2, "b": 3}}
     expected = box.run(SCRIPTS[name], event, Limits(), NullCapabilities())
     got = pool.run(SCRIPTS[name], event, Limits(), NullCapabilities())
-    assert {**got.__dict__, "duration_ms": 0} == {**expected.__dict__, "duration_ms": 0}
+    assert {**got.__dict__, "duration_ms": 0, "cpu_ms": 0} == {**expected.__dict__, "duration_ms": 0, "cpu_ms": 0}
+    assert isinstance(got.cpu_ms, int) and isinstance(expected.cpu_ms, int)
 
 
 def test_a_thrown_error_keeps_its_line_and_column(pool):
@@ -159,6 +160,7 @@ def test_a_worker_is_recycled_after_a_trap(single, source, limits, status):
     r = single.run("export default () => 'fine'", {}, Limits(), NullCapabilities())
     assert (r.status, r.output) == ("succeeded", "fine")
     assert single.worker_pids() != [old]
+    assert single.worker_counts() == {"alive": 1, "recycled": 1, "lost": 0}
 
 
 def test_a_worker_is_recycled_after_max_runs(cache_dir):
@@ -167,6 +169,14 @@ def test_a_worker_is_recycled_after_max_runs(cache_dir):
         for _ in range(4):  # the fourth waits for the replacement
             assert p.run("export default () => 1", {}, Limits(), NullCapabilities()).output == 1
         assert len(p.worker_pids()) == 1 and p.worker_pids() != [first]
+        assert p.worker_counts() == {"alive": 1, "recycled": 1, "lost": 0}
+
+
+def test_cpu_time_is_measured_per_run(box):
+    busy = box.run("export default () => { let x = 0; for (let i = 0; i < 3e6; i++) x += i; return x > 0 }",
+                   {}, Limits(timeout_ms=10000), NullCapabilities())
+    idle = box.run("export default () => 1", {}, Limits(), NullCapabilities())
+    assert busy.output is True and busy.cpu_ms > idle.cpu_ms >= 0
 
 
 class _Signalling(InMemoryCapabilities):
@@ -191,6 +201,7 @@ def test_a_worker_killed_mid_run_fails_that_run_only(single):
     r = single.run("export default () => 'after'", {}, Limits(), NullCapabilities())
     assert (r.status, r.output) == ("succeeded", "after")
     assert single.worker_pids() != [old]
+    assert single.worker_counts() == {"alive": 1, "recycled": 0, "lost": 1}
 
 
 def test_a_worker_that_stops_answering_is_killed_after_its_deadline(single):

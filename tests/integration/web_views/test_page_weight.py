@@ -4,7 +4,7 @@ from __future__ import annotations
 
 LIMIT = 100 * 1024
 PAGES = ["/", "/schedules", "/schedules/new", "/jobs", "/jobs/new", "/runs", "/scripts", "/scripts/new",
-         "/tokens", "/members", "/kv"]
+         "/tokens", "/members", "/kv", "/audit", "/quotas"]
 
 
 def test_every_main_page_weighs_under_100_kb(signed_in):
