@@ -4,14 +4,14 @@ Until now the run page rebuilt the event from the schedule's payload as it is to
 may have changed since; the event as given is now stored with the run (SPEC section 9).
 
 Revision ID: t0008_run_record
-Revises: t0007_operating
+Revises: t0013_jobs_root_key
 """
 
 import sqlalchemy as sa
 from alembic import context, op
 
 revision = "t0008_run_record"
-down_revision = "t0007_operating"
+down_revision = "t0013_jobs_root_key"
 branch_labels = None
 depends_on = None
 
