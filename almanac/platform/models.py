@@ -219,4 +219,5 @@ class Run(TenantBase):
     error_line: Mapped[int | None] = mapped_column(Integer)
     logs: Mapped[str | None] = mapped_column(Text)  # JSON list of lines
     duration_ms: Mapped[int | None] = mapped_column(Integer)
+    http: Mapped[str | None] = mapped_column(Text)  # JSON list of the run's fetches (no bodies)
     lease_token: Mapped[str | None] = mapped_column(String(32))
