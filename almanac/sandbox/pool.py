@@ -20,6 +20,13 @@ so threads cannot use two cores; processes can.
   process and a slow capability call does not stall the other workers.
   Messages are small JSON, never pickle; a script's source crosses once per
   worker (tickets name it by a token, and a worker fetches sources it lacks).
+* Waiting on the network: a capability that ``waits`` (``fetch``) runs on its own thread pool,
+  and its worker is "parked" meanwhile: it holds no core, but it cannot take tickets either. So
+  that ``size`` workers keep running scripts, the pool starts a spare worker for each parked
+  one (at most ``spares`` of them); once more than ``size`` workers are unparked again, the
+  next to finish a run is told (a flag in its slot) to exit before taking another ticket.
+  Spares cost a process start (tens of milliseconds) and their memory; a run waits at most
+  its own timeout, so a parked worker comes back within it.
 * Recycling: a worker whose run ended ``timed_out`` or ``memory_exceeded``,
   or that has done ``max_runs_per_worker`` runs, says so and exits after that
   run; a background thread starts its replacement.
@@ -64,8 +71,9 @@ from typing import Any, Callable
 
 from . import _engine, _poolworker
 from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
+from ._poolspares import SparesMixin
 from ._poolworker import TICKET_HEAD, dump, result_from, ticket
-from .capabilities import Capabilities
+from .capabilities import WAITING_METHODS, Capabilities
 from .limits import Limits
 from .runtime import CHECK_LIMITS, RunResult, SyntaxProblem
 
@@ -84,6 +92,7 @@ TICKETS_PER_WORKER = 8
 WATCH_MS = 100  # how often the reactor looks at the workers' slots while runs are out
 MAX_MESSAGE = 64 * 1024 * 1024
 SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
+DEFAULT_SPARES = 32  # workers started beyond ``size`` while runs wait on the network
 
 
 class _Job:
@@ -102,14 +111,17 @@ class _Job:
         return RunResult(status, None, error, None, None, "", duration_ms)
 
 
-class SandboxPool:
+class SandboxPool(SparesMixin):
     """Runs scripts in worker processes; thread-safe; same API as ``Sandbox``, plus ``submit``."""
 
     def __init__(self, workers: int | None = None, cache_dir: Path | None = None,
-                 max_runs_per_worker: int = 10_000) -> None:
+                 max_runs_per_worker: int = 10_000, spares: int = DEFAULT_SPARES) -> None:
         self.size = multiprocessing.cpu_count() if workers is None else workers
-        if self.size < 1 or max_runs_per_worker < 1:
-            raise ValueError("workers and max_runs_per_worker must be at least 1")
+        if self.size < 1 or max_runs_per_worker < 1 or spares < 0:
+            raise ValueError("workers and max_runs_per_worker must be at least 1, spares at least 0")
+        self.spares = spares
+        self._parked = 0  # workers waiting on a capability that waits (fetch)
+        self._spawning = 0  # spares being started
         self.max_runs_per_worker = max_runs_per_worker
         self._own_cache = cache_dir is None
         self._cache_dir = Path(tempfile.mkdtemp(prefix="almanac-sandbox-")) if cache_dir is None \
@@ -137,6 +149,8 @@ class SandboxPool:
         self._poller = select.poll()
         self._poller.register(self._wake_r, select.POLLIN)
         self._caps = ThreadPoolExecutor(self.size, thread_name_prefix="almanac-sandbox-caps")
+        # A thread per parked worker at most: every worker may wait on the network at once.
+        self._waits = ThreadPoolExecutor(self.size + spares, thread_name_prefix="almanac-sandbox-waits")
         self._reactor = threading.Thread(target=self._react, name="almanac-sandbox-pool", daemon=True)
         try:
             self._start_all()
@@ -218,7 +232,7 @@ class SandboxPool:
 
     def _fill(self) -> None:
         """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out."""
-        while self._waiting and self._out < TICKETS_PER_WORKER * self.size:
+        while self._waiting and self._out < TICKETS_PER_WORKER * self.size + self._parked:
             job = self._waiting[0]
             try:
                 self._tickets_out.send(ticket(job.id, job.kind, self._token(job.source), job.limits,
@@ -316,6 +330,8 @@ class SandboxPool:
                 self._finish(job, result_from(message[2]) if kind == "done" else _problem_from(message[2]))
             with self._lock:
                 self._fill()
+                if self._live() - self._parked > self.size:
+                    worker.slot[2] = 1  # surplus: exit before the next ticket
             return
         if job_id != worker.running()[0]:
             raise ValueError("a request for a job this worker is not running")
@@ -325,7 +341,11 @@ class SandboxPool:
         elif kind == "cap":
             method, args = message[2], message[3]
             caps = job.caps if job is not None else None
-            self._caps.submit(answer_capability, worker.conn, caps, method, args)
+            if method in WAITING_METHODS:
+                self._park(worker)
+                self._waits.submit(self._answer_waiting, worker, caps, method, args)
+            else:
+                self._caps.submit(answer_capability, worker.conn, caps, method, args)
         else:
             raise ValueError(kind)
 
@@ -360,6 +380,9 @@ class SandboxPool:
         with self._lock:  # worker_pids() reads the dict from other threads
             if self._workers.pop(worker.fd, None) is None:
                 return
+            if worker.parked:
+                worker.parked = False
+                self._parked -= 1
         self._poller.unregister(worker.fd)
         reason = "closed" if self._closed else why if worker.retiring is None or why != "died" else worker.retiring
         job_id, started = worker.running()
@@ -372,7 +395,10 @@ class SandboxPool:
                              if why == "hung" else job.ended("failed", "sandbox worker died", elapsed))
         elif worker.retiring is None:
             self._lost_idle_at = time.monotonic()  # it may have taken a ticket without saying so
-        self._in_background(self._replace, worker, reason)
+        if worker.retiring == "surplus":  # a spare no longer needed: not replaced
+            self._in_background(retire, worker, reason)
+        else:
+            self._in_background(self._replace, worker, reason)
 
     def _adopt(self) -> None:
         with self._lock:
@@ -466,6 +492,7 @@ class SandboxPool:
         for thread in background:
             thread.join(JOIN_S)
         self._caps.shutdown(wait=True)
+        self._waits.shutdown(wait=True)
         for end in (self._tickets_out, self._tickets_in):
             end.close()
         for fd in (self._wake_r, self._wake_w):
