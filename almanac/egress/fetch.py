@@ -102,12 +102,15 @@ class Fetcher:
         record: dict[str, Any] = {"method": request.method, "url": request.url[:netguard.URL_MAX], "status": None,
                                   "bytes": 0, "duration_ms": 0}
         if len(self.records) >= MAX_REQUESTS:
-            self._note(record, started, FetchError(f"a run may make at most {MAX_REQUESTS} requests", "refused"))
+            refused = FetchError(f"fetch: a run may make at most {MAX_REQUESTS} requests", "refused")
+            self._note(record, started, refused)
+            raise refused
         self.records.append(record)
         try:
             answer = self._follow(request, record)
         except FetchError as exc:
             self._note(record, started, exc)
+            raise
         record["duration_ms"] = _ms(started)
         self.observe("ok" if answer["status"] < 400 else "http_error")
         return answer
@@ -115,7 +118,6 @@ class Fetcher:
     def _note(self, record: dict[str, Any], started: float, exc: FetchError) -> None:
         record["error"], record["duration_ms"] = str(exc)[:500], _ms(started)
         self.observe(exc.outcome)
-        raise exc
 
     def _follow(self, request: Request, record: dict[str, Any]) -> dict[str, Any]:
         for _hop in range(MAX_REDIRECTS + 1):
