@@ -27,6 +27,7 @@ from almanac.vault import keyring, store as vault_store
 from almanac.vault.redact import Redactor
 
 SECRETS_TTL_S = 10.0
+DEADLINE_SLACK_S = 2.0  # the sandbox pool's own grace past a run's deadline
 
 
 class Outbound:
@@ -81,8 +82,9 @@ class RunOutbound:
             self._fetcher = egress_fetch.Fetcher(entries, self.deadline,
                                                  allow_private=self.outbound.settings.allow_private_targets,
                                                  observe=metrics.observe)
-        # The sandbox says when the run ends; never later than its timeout from when it was handed over.
-        self._fetcher.deadline = min(self.deadline, deadline)
+        # The sandbox says when the run ends (its own clock, so that a fetch cut by it ends the run
+        # `timed_out`); never much later than its timeout from when it was handed over.
+        self._fetcher.deadline = min(self.deadline + DEADLINE_SLACK_S, deadline)
         started = time.monotonic()
         try:
             return self._fetcher.fetch(egress_fetch.request_of(url, method, headers, body))
