@@ -63,6 +63,7 @@ class LocalServer:
     def __init__(self, tls: TestCA | None = None) -> None:
         self.release = threading.Event()
         self.seen: list[dict[str, Any]] = []
+        self.routes: dict[str, tuple[int, Any]] = {}  # path -> (status, JSON body): a test's own answers
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -86,7 +87,10 @@ class LocalServer:
                 params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
                 server.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
                                     "body": body.decode("utf-8", "replace")})
-                if path == "/json":
+                if path in server.routes:
+                    status, answer = server.routes[path]
+                    self._answer(status, json.dumps(answer).encode())
+                elif path == "/json":
                     self._answer(200, json.dumps({"rates": {"USD": 1.08}}).encode(), {"x-answer": "yes"})
                 elif path.startswith("/status/"):
                     self._answer(int(path.rsplit("/", 1)[1]), b'{"error": "no"}')

@@ -148,3 +148,35 @@ def test_fetches_are_counted_by_outcome(api, server, app):
 def _count(metrics: str, outcome: str) -> float:
     prefix = f'almanac_fetch_requests_total{{outcome="{outcome}"}} '
     return next(float(line[len(prefix):]) for line in metrics.splitlines() if line.startswith(prefix))
+
+
+def test_the_exchange_rates_starter_emails_when_a_rate_moves_more_than_one_percent(api, server):
+    from almanac.web.views.script_extras import starter
+
+    admin = api()
+    admin.put("/api/v1/egress", json={"hosts": [f"127.0.0.1:{server.port}"]})
+    source = starter("exchange-rates").source.replace("https://api.frankfurter.app", server.url(""))
+    script = make_script(admin, source)
+    server.routes["/latest"] = (200, {"date": "2026-11-20", "rates": {"USD": 1.08, "GBP": 0.85}})
+    assert run(admin, script, {"base": "EUR"})["output"] == {"date": "2026-11-20", "count": 2, "moved": 0}
+    server.routes["/latest"] = (200, {"date": "2026-11-21", "rates": {"USD": 1.10, "GBP": 0.851}})
+    moved = run(admin, script, {"base": "EUR"})
+    assert moved["output"] == {"date": "2026-11-21", "count": 2, "moved": 1}, moved  # USD +1.9 %, GBP +0.1 %
+    assert admin.get("/api/v1/kv/rates:EUR:latest").json()["value"]["date"] == "2026-11-21"
+
+
+def test_the_own_api_reminder_starter_calls_the_api_with_the_bearer_secret(api, server):
+    from almanac.web.views.script_extras import starter
+
+    admin = api()
+    admin.put("/api/v1/egress", json={"hosts": [f"127.0.0.1:{server.port}"]})
+    admin.put("/api/v1/secrets/API_TOKEN", json={"value": "key-from-the-vault"})
+    source = starter("own-api-reminder").source.replace("https://api.example.com", server.url(""))
+    server.routes["/v1/customers/42"] = (200, {"id": 42, "unsubscribed": False})
+    server.routes["/v1/customers/42/notifications"] = (201, {"queued": True})
+    done = run(admin, make_script(admin, source), {"customer": 42, "message": "Trial ends soon"})
+    assert done["output"] == {"notified": 42}, done
+    posted = server.seen[-1]
+    assert posted["method"] == "POST" and '"message": "Trial ends soon"' in posted["body"].replace('":"', '": "')
+    assert {k.lower(): v for k, v in posted["headers"].items()}["authorization"] == "Bearer key-from-the-vault"
+    assert [r["status"] for r in done["http"]] == [200, 201]
