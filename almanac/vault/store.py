@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from almanac.errors import NotFound, ValidationError
@@ -52,8 +52,11 @@ def listing(session: Session) -> list[Secret]:
 
 def remove(session: Session, name: str) -> None:
     check_name(name)
-    if session.execute(delete(Secret).where(Secret.name == name)).rowcount == 0:
+    row = session.get(Secret, name)
+    if row is None:
         raise NotFound("No secret with this name.")
+    session.delete(row)
+    session.flush()
 
 
 def values(session: Session, keyring: Keyring) -> dict[str, str]:
