@@ -27,8 +27,8 @@ from almanac.egress.fetch import Fetcher, request_of  # noqa: E402
 from almanac.sandbox import InMemoryCapabilities, Limits, SandboxPool  # noqa: E402
 from tests.support.httpservers import LocalServer  # noqa: E402
 
-RUNS = 300
-THROUGHPUT_RUNS = 600
+RUNS = 150
+THROUGHPUT_RUNS = 300
 IN_FLIGHT = 20
 
 
@@ -89,7 +89,7 @@ def main() -> None:
     with_fetch = f"export default async () => (await fetch('{server.url('/json')}')).status"
     without = "export default async () => 200"
     with tempfile.TemporaryDirectory() as cache, SandboxPool(workers=os.cpu_count() or 2, cache_dir=cache) as pool:
-        for _ in range(30):  # warm up both paths
+        for _ in range(10):  # warm up both paths
             run_ms(pool, with_fetch, caps), run_ms(pool, without, caps)
         fetch.host_ms.clear()  # type: ignore[attr-defined]
         base, fetched = [], []
