@@ -27,6 +27,7 @@ class Worker:
         self.fd = conn.fileno()
         self.slot = slot  # shared [job id, start in monotonic ns, surplus]: the worker writes the first two
         self.parked = False  # waiting on a capability that waits (fetch); the pool's lock guards it
+        self.parked_at = 0.0
         self.retiring: str | None = None  # it said it exits after its run, and why
         self.runs = 0
         self.retired = False

@@ -22,11 +22,9 @@ so threads cannot use two cores; processes can.
   worker (tickets name it by a token, and a worker fetches sources it lacks).
 * Waiting on the network: a capability that ``waits`` (``fetch``) runs on its own thread pool,
   and its worker is "parked" meanwhile: it holds no core, but it cannot take tickets either. So
-  that ``size`` workers keep running scripts, the pool starts a spare worker for each parked
-  one (at most ``spares`` of them); once more than ``size`` workers are unparked again, the
-  next to finish a run is told (a flag in its slot) to exit before taking another ticket.
-  Spares cost a process start (tens of milliseconds) and their memory; a run waits at most
-  its own timeout, so a parked worker comes back within it.
+  that ``size`` workers keep running scripts, the pool starts a spare for each worker parked
+  longer than a short grace (at most ``spares`` of them), and lets spares go once they have
+  not been needed for a few seconds (``_poolspares``).
 * Recycling: a worker whose run ended ``timed_out`` or ``memory_exceeded``,
   or that has done ``max_runs_per_worker`` runs, says so and exits after that
   run; a background thread starts its replacement.
@@ -122,6 +120,7 @@ class SandboxPool(SparesMixin):
         self.spares = spares
         self._parked = 0  # workers waiting on a capability that waits (fetch)
         self._spawning = 0  # spares being started
+        self._surplus_since: float | None = None  # since when more than ``size`` workers are unparked
         self.max_runs_per_worker = max_runs_per_worker
         self._own_cache = cache_dir is None
         self._cache_dir = Path(tempfile.mkdtemp(prefix="almanac-sandbox-")) if cache_dir is None \
@@ -231,7 +230,8 @@ class SandboxPool(SparesMixin):
             self._fill()  # from this thread: the reactor need not wake to hand it out
 
     def _fill(self) -> None:
-        """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out."""
+        """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out
+        (plus one per parked worker: its run is out, but it takes no ticket)."""
         while self._waiting and self._out < TICKETS_PER_WORKER * self.size + self._parked:
             job = self._waiting[0]
             try:
@@ -330,8 +330,6 @@ class SandboxPool(SparesMixin):
                 self._finish(job, result_from(message[2]) if kind == "done" else _problem_from(message[2]))
             with self._lock:
                 self._fill()
-                if self._live() - self._parked > self.size:
-                    worker.slot[2] = 1  # surplus: exit before the next ticket
             return
         if job_id != worker.running()[0]:
             raise ValueError("a request for a job this worker is not running")
@@ -350,7 +348,10 @@ class SandboxPool(SparesMixin):
             raise ValueError(kind)
 
     def _watch(self, now: float) -> None:
-        """Kill workers past their run's deadline; fail tickets a dead worker took and never started."""
+        """Kill workers past their run's deadline; fail tickets a dead worker took and never started;
+        start spares for workers parked on the network, and let them go when no longer needed."""
+        self._add_spares(now)
+        self._let_go(now)
         for worker in list(self._workers.values()):
             job_id, started = worker.running()
             if job_id and now > started + _job_timeout(self._jobs.get(job_id)):
@@ -383,6 +384,8 @@ class SandboxPool(SparesMixin):
             if worker.parked:
                 worker.parked = False
                 self._parked -= 1
+            # A surplus worker leaves unreplaced, unless runs parked since it was told to go.
+            surplus = worker.retiring == "surplus" and self._live() - self._parked >= self.size
         self._poller.unregister(worker.fd)
         reason = "closed" if self._closed else why if worker.retiring is None or why != "died" else worker.retiring
         job_id, started = worker.running()
@@ -395,7 +398,7 @@ class SandboxPool(SparesMixin):
                              if why == "hung" else job.ended("failed", "sandbox worker died", elapsed))
         elif worker.retiring is None:
             self._lost_idle_at = time.monotonic()  # it may have taken a ticket without saying so
-        if worker.retiring == "surplus":  # a spare no longer needed: not replaced
+        if surplus:
             self._in_background(retire, worker, reason)
         else:
             self._in_background(self._replace, worker, reason)

@@ -62,11 +62,11 @@ def test_spares_leave_once_the_wait_is_over(tmp_path):
             assert started.acquire(timeout=60)
         assert len(pool.worker_pids()) >= 3  # each waiting run holds a worker: two of them are spares
         release.set()
-        # Each surplus worker leaves after its next run (or within a second when idle): run a few.
+        # The spares linger a few seconds (a burst of waits would reuse them), then leave.
         for _ in range(6):
             assert pool.run(QUICK, {"n": 3}, Limits(), InMemoryCapabilities()).output == 6
         assert [r.output for r in done] == [204, 204, 204]
-        for _ in range(100):  # waiting for the spares to leave, not timing them
+        for _ in range(300):  # waiting for the spares to leave, not timing them
             if len(pool.worker_pids()) == 1:
                 break
             time.sleep(0.1)
