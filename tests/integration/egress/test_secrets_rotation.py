@@ -69,3 +69,25 @@ def test_a_plain_legacy_value_still_reads_and_is_encrypted_by_rotation(tmp_path)
     ring = Keyring(None, tmp_path)
     assert ring.decrypt("whsec_legacy") == "whsec_legacy"
     assert ring.decrypt(ring.rotate_value("whsec_legacy")) == "whsec_legacy"
+
+
+def test_migration_t0009_encrypts_the_webhook_secrets_already_stored(database, make_tenant, now):
+    from alembic import command
+
+    from almanac.tenants import migrations
+
+    slug = make_tenant()
+    schema = schema_for(slug)
+    with database.tenant_connection(slug) as conn:
+        command.downgrade(migrations._config("tenant", conn, schema, database.settings), "t0007_operating")
+        conn.execute(text(f'INSERT INTO "{schema}".targets (kind, name, url, topics, enabled, secret, created_at, '
+                          "updated_at) VALUES ('webhook', 'old', 'http://127.0.0.1:9/', '[\"*\"]', :t, "
+                          "'whsec_bGVnYWN5LXNlY3JldC0xMjM0NTY3ODkwMTIzNDU2Nzg5MA==', :now, :now)"),
+                     {"t": True, "now": now.replace(tzinfo=None)})
+        if conn.in_transaction():
+            conn.commit()
+    migrations.upgrade_tenant(database, slug)
+    (stored,) = _raw(database, slug, "SELECT secret FROM T.targets")[0]
+    assert stored.startswith("fernet:")
+    assert Keyring(None, database.settings.var_dir).decrypt(stored) == \
+        "whsec_bGVnYWN5LXNlY3JldC0xMjM0NTY3ODkwMTIzNDU2Nzg5MA=="
