@@ -19,9 +19,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 tenant_app = typer.Typer(no_args_is_help=True, help="Tenants: create, list, quota.")
 user_app = typer.Typer(no_args_is_help=True, help="People in tenants.")
 token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
+secrets_app = typer.Typer(no_args_is_help=True, help="Tenants' secrets at rest.")
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(user_app, name="user")
 app.add_typer(token_app, name="token")
+app.add_typer(secrets_app, name="secrets")
 
 DEMO_SLUG, DEMO_EMAIL = "demo", "admin@demo.local"
 RoleOption = Annotated[str, typer.Option("--role", help="admin, editor or viewer")]
@@ -220,6 +222,24 @@ def token_create(
         token_id = token.id
     typer.echo(f"token {token_id} '{name}' ({role}) for {tenant}; it is shown only this once:")
     typer.echo(plaintext)
+
+
+@secrets_app.command("rotate-key")
+def secrets_rotate_key() -> None:
+    """Re-encrypts every tenant's secrets (and webhook signing secrets) under a new key (ALMANAC_SECRETS_KEY)."""
+    from sqlalchemy import Table
+
+    from almanac.delivery.models import Target
+    from almanac.tenants import registry
+    from almanac.vault import rotation
+
+    db = _database()
+    registry.migrate_all(db)  # every tenant has the secrets table before it is read
+    done = rotation.rotate(db, registry.list_slugs(db), targets_table=Target.__table__ if isinstance(
+        Target.__table__, Table) else None)
+    where = "ALMANAC_SECRETS_KEY's first key" if db.settings.secrets_key else f"{db.settings.var_dir}/secrets_key"
+    typer.echo(f"re-encrypted {done.secrets} secret(s) and {done.webhook_secrets} webhook signing secret(s) "
+               f"in {done.tenants} tenant(s) under {where}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from almanac.db import Database
+from almanac.egress.fetch import FetchError
+from almanac.outbound import Outbound, RunOutbound
 from almanac.delivery.dispatcher import Dispatcher
 from almanac.platform import effects as platform_effects
 from almanac.platform.clock import Clock, SystemClock
@@ -61,16 +63,25 @@ class Services:
 
 
 class _SandboxCaps(ForwardingCapabilities):
-    """The platform's buffered capabilities, raising the sandbox's error class."""
+    """The platform's buffered capabilities, and the run's outbound reach, raising the sandbox's error class."""
 
-    def __init__(self, inner: platform_effects.RunEffects, error: type[Exception]) -> None:
-        self._inner, self._error = inner, error
+    def __init__(self, inner: platform_effects.RunEffects, error: type[Exception],
+                 outbound: RunOutbound | None = None) -> None:
+        self._inner, self._error, self._outbound = inner, error, outbound
 
     def _call(self, name: str, *args: Any) -> Any:
         try:
+            if name in OUTBOUND_METHODS:
+                if self._outbound is None:
+                    raise FetchError("fetch: this runner has no network", "refused") if name == "fetch" else \
+                        FetchError("secrets: this runner has none", "refused")
+                return getattr(self._outbound, name)(*args)
             return getattr(self._inner, name)(*args)
-        except platform_effects.CapabilityError as exc:
+        except (platform_effects.CapabilityError, FetchError) as exc:
             raise self._error(str(exc)) from None
+
+
+OUTBOUND_METHODS = ("fetch", "secrets_get")
 
 
 class SandboxRunner:
@@ -81,8 +92,11 @@ class SandboxRunner:
     run in this process (`Sandbox`), where threads cannot use a second core.
     """
 
-    def __init__(self, cache_dir: Path | None, processes: int | None = None) -> None:
+    def __init__(self, cache_dir: Path | None, processes: int | None = None, outbound: Outbound | None = None,
+                 spares: int | None = None) -> None:
         self._cache_dir = cache_dir
+        self.outbound = outbound  # fetch and secrets; without it scripts' fetch rejects and secrets are null
+        self.spares = spares
         self.processes = sandbox_processes(processes)
         self._sandbox: Any = None  # in-process: the fallback, and the bridge while the pool starts
         self._pool: Any = None
@@ -137,7 +151,8 @@ class SandboxRunner:
         from almanac.sandbox import SandboxPool
 
         try:
-            pool = SandboxPool(workers=self.processes, cache_dir=self._cache_dir)
+            pool = SandboxPool(workers=self.processes, cache_dir=self._cache_dir,
+                               **({} if self.spares is None else {"spares": self.spares}))
         except Exception:
             log.exception("worker.sandbox_pool_failed", extra={"event": "worker.sandbox_pool_failed"})
             return  # scripts keep running in-process
@@ -162,23 +177,37 @@ class SandboxRunner:
             return self._sandbox
 
     def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
-        from almanac.sandbox import CapabilityError, Limits
+        from almanac.sandbox import Limits
 
-        result = self._get().run(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
-                                 _SandboxCaps(caps, CapabilityError))
-        return _outcome_of(result)
+        wrapped, reach = self._caps(caps, timeout_ms)
+        result = self._get().run(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb), wrapped)
+        return self._finished(result, caps, reach)
+
+    def _caps(self, caps: Any, timeout_ms: int) -> tuple[_SandboxCaps, RunOutbound | None]:
+        from almanac.sandbox import CapabilityError
+
+        tenant = getattr(caps, "tenant", None)
+        reach = self.outbound.for_run(tenant, timeout_ms) if self.outbound is not None and tenant else None
+        return _SandboxCaps(caps, CapabilityError, reach), reach
+
+    @staticmethod
+    def _finished(result: Any, caps: Any, reach: RunOutbound | None) -> RunOutcome:
+        """The sandbox's result as the platform's outcome, secret values redacted (and the fetch records)."""
+        outcome = _outcome_of(result)
+        return outcome if reach is None else reach.finish(outcome, caps)
 
     def submit(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any,
                done: Callable[[RunOutcome], None]) -> None:
         """Start a run; `done(outcome)` when it ends (the pool's thread, or one of ours in-process)."""
-        from almanac.sandbox import CapabilityError, Limits
+        from almanac.sandbox import Limits
 
         target = self._get()
         if not hasattr(target, "submit"):  # in-process: a thread waits on the run
             self._threads().submit(self._run_then, done, source, event, timeout_ms, memory_mb, caps)
             return
-        target.submit(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
-                      _SandboxCaps(caps, CapabilityError), lambda result: done(_outcome_of(result)))
+        wrapped, reach = self._caps(caps, timeout_ms)
+        target.submit(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb), wrapped,
+                      lambda result: done(self._finished(result, caps, reach)))
 
     def _run_then(self, done: Callable[[RunOutcome], None], *args: Any) -> None:
         """On a thread: run, then always call back (the scheduler counts the run out until then)."""
@@ -276,7 +305,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     clock = clock or SystemClock()
     db = Database(settings)
     store = SqlStore(db, lease_margin_s=settings.lease_margin_s)
-    runner = runner or SandboxRunner(settings.var_dir / "cache", settings.sandbox_processes)
+    runner = runner or SandboxRunner(settings.var_dir / "cache", settings.sandbox_processes,
+                                     outbound=Outbound(db, settings), spares=settings.sandbox_spare_workers)
     in_flight = runner.runs_in_flight() if hasattr(runner, "runs_in_flight") else None
     holder: list[Scheduler] = []
     leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug),

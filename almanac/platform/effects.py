@@ -85,8 +85,10 @@ class RunEffects:
         quota: Callable[[], tuple[quotas.Quotas, int, int, int]] | None = None,
         job_root: str | None = None,
         chain: Callable[[str], set[str]] | None = None,
+        tenant: str | None = None,
     ) -> None:
         self._read, self._keys = read, keys
+        self.tenant = tenant  # whose run: the runner finds the tenant's egress allowlist and secrets by it
         self._now, self._job_depth = now, job_depth
         # Quotas: (quotas, kv keys, kv bytes, pending jobs) as committed, read on the first write that
         # counts; then the run's own writes are charged on top (`_charged`: bytes per key it set).
@@ -100,6 +102,7 @@ class RunEffects:
         self.kv: dict[str, Any] = {}  # key -> JSON text, or _DELETED
         self.events: list[tuple[str, str]] = []
         self.jobs: dict[str, JobUpsert] = {}
+        self.http: list[dict[str, Any]] = []  # the run's fetches, set by the runner; recorded whatever the status
 
     # -- kv ------------------------------------------------------------------------
 

@@ -220,6 +220,7 @@ class Run(TenantBase):
     error_line: Mapped[int | None] = mapped_column(Integer)
     logs: Mapped[str | None] = mapped_column(Text)  # JSON list of lines
     duration_ms: Mapped[int | None] = mapped_column(Integer)
+    http: Mapped[str | None] = mapped_column(Text)  # JSON list of the run's fetches (no bodies)
     lease_token: Mapped[str | None] = mapped_column(String(32))
     # What the run's page shows as given (SPEC section 9): the event as the script received it
     # (JSON text; NULL for runs recorded before it was kept, or never started), and the CPU

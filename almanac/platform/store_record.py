@@ -56,6 +56,7 @@ _FINISH_RUN = Bulk(update(R).where(R.c.id == bindparam("b_id"), R.c.lease_token 
     finished_at=bindparam("b_finished"), output=bindparam("b_output"), error=bindparam("b_error"),
     error_line=bindparam("b_error_line"), logs=bindparam("b_logs"), duration_ms=bindparam("b_duration"),
     event=bindparam("b_event"), cpu_ms=bindparam("b_cpu"),
+    http=bindparam("b_http"),
 ))
 _FINISH_JOB = Bulk(update(J).where(
     J.c.id == bindparam("b_id"), J.c.state == JOB_PENDING, J.c.run_at == bindparam("b_run_at"),
@@ -170,7 +171,7 @@ class RecordMixin:
         ok = [(item, r) for item, r, a in zip(items, retries, applied) if a]
         if not ok:
             return applied
-        _FINISH_RUN.executemany(conn, [self._finish_values(c, o, now, r) for (c, o, _, now), r in ok])
+        _FINISH_RUN.executemany(conn, [self._finish_values(c, o, now, r, e) for (c, o, e, now), r in ok])
         for (claim, outcome, effects, now), _ in ok:
             if outcome.status == "succeeded" and effects is not None:
                 self._apply(s, claim, effects, now)
@@ -213,7 +214,8 @@ class RecordMixin:
         return {oid for oid, _ in held}
 
     @staticmethod
-    def _finish_values(claim: Claim, outcome: Outcome, now: datetime, retry: datetime | None) -> dict[str, Any]:
+    def _finish_values(claim: Claim, outcome: Outcome, now: datetime, retry: datetime | None,
+                       effects: RunEffects | None = None) -> dict[str, Any]:
         reason = outcome.reason or ENDINGS.get(outcome.status, outcome.status)
         if retry is not None:
             reason += f"; retry {claim.attempt + 1} of {claim.policy.max_attempts} at {retry.isoformat()}"
@@ -226,6 +228,7 @@ class RecordMixin:
             b_duration=outcome.duration_ms,
             # ASCII JSON: a payload's lone surrogates stay escapes, which every database stores.
             b_event=None if outcome.event is None else json.dumps(outcome.event), b_cpu=outcome.cpu_ms,
+            b_http=json.dumps(effects.http) if effects is not None and getattr(effects, "http", None) else None,
         )
 
     def _fence(self, s: Session, claim: Claim, retry: datetime | None) -> bool:

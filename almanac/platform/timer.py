@@ -437,7 +437,7 @@ class Scheduler(RecorderMixin):
             lambda prefix: self.store.kv_keys(claim.tenant, prefix),
             now=started, job_depth=claim.job_depth, job_root=claim.job_root,
             quota=(lambda: quota_state(claim.tenant)) if quota_state is not None else None,
-            chain=lambda root: self.store.chain_keys(claim.tenant, root),
+            chain=lambda root: self.store.chain_keys(claim.tenant, root), tenant=claim.tenant,
         )
         return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
 

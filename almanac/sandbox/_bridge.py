@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from itertools import accumulate
 from typing import Any
 
@@ -81,6 +82,10 @@ class Bridge:
     def __init__(self, caps: Capabilities, limits: Limits) -> None:
         self.caps = caps
         self.limits = limits
+        # Built as the run starts (runtime.Sandbox._execute): the run's own deadline, which a call
+        # that waits on the outside world (`fetch`) must end by. CLOCK_MONOTONIC is system-wide,
+        # so the pool's parent, which executes the call, reads the same clock.
+        self.deadline = time.monotonic() + limits.timeout_ms / 1000
 
     def handle(self, request: bytes) -> bytes:
         try:
@@ -93,7 +98,10 @@ class Bridge:
             deep = isinstance(exc, NestedTooDeeply)
             return _reply(error="malformed request: nested too deeply" if deep else "malformed request")
         try:
-            value = getattr(self.caps, capability.method)(*capability.check(*args, self.limits.kv_value_bytes))
+            checked = capability.check(*args, self.limits.kv_value_bytes)
+            if capability.waits:
+                checked = (*checked, self.deadline)
+            value = getattr(self.caps, capability.method)(*checked)
         except CapabilityError as exc:
             return _reply(error=str(exc) or "capability error")
         except TypeError as exc:

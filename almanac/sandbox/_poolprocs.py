@@ -25,7 +25,9 @@ class Worker:
         self.process = process  # multiprocessing.Process
         self.conn = conn  # multiprocessing.connection.Connection
         self.fd = conn.fileno()
-        self.slot = slot  # shared [job id, start in monotonic ns], written by the worker
+        self.slot = slot  # shared [job id, start in monotonic ns, surplus]: the worker writes the first two
+        self.parked = False  # waiting on a capability that waits (fetch); the pool's lock guards it
+        self.parked_at = 0.0
         self.retiring: str | None = None  # it said it exits after its run, and why
         self.runs = 0
         self.retired = False
@@ -54,7 +56,7 @@ class Worker:
 def spawn(ctx: Any, tickets: Any, cache_dir: Path, max_runs: int) -> Worker:
     """Start a worker process on the shared ticket socket; it is ready once ``await_ready`` says so."""
     parent, child = ctx.Pipe(duplex=True)
-    slot = ctx.RawArray("q", 2)
+    slot = ctx.RawArray("q", 3)
     process = ctx.Process(target=_poolworker.main, args=(tickets, child, slot, str(cache_dir), max_runs),
                           name="almanac-sandbox-worker", daemon=True)
     process.start()

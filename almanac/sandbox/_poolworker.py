@@ -16,6 +16,8 @@ worker -> parent   ``["ready"]`` once; then per ticket any number of
                    and exactly one ``["done", id, result]`` |
                    ``["checked", id, problem or null]``; before it exits on
                    its own, ``["bye", reason]``
+                   (``bye`` "surplus": the pool set the third word of its slot, so it left
+                   before taking another ticket; see ``pool``'s spares)
 parent -> worker   ``["v", value]`` | ``["e", message]`` | ``["x", message]``
                    (the answer to a fetch or a capability call)
 
@@ -36,7 +38,9 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import signal
+import socket
 import struct
 import time
 from collections import OrderedDict
@@ -51,6 +55,7 @@ RECYCLE_AFTER = ("timed_out", "memory_exceeded")  # a fresh process after these,
 TICKET_HEAD = struct.Struct("<Q")
 MAX_TICKET = 32 * 1024  # larger jobs go as thin tickets and are fetched
 SOURCES_KEPT = 64
+SURPLUS_CHECK_S = 1.0  # how often an idle worker looks whether the pool has told it to exit
 RESULT_FIELDS = ("status", "output", "error", "error_line", "error_column", "logs",
                  "duration_ms", "error_stack", "cpu_ms")
 
@@ -116,7 +121,10 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: i
     sources: OrderedDict[int, str] = OrderedDict()
     conn.send_bytes(dump(["ready"]))
     for _ in range(max_runs):
-        data = tickets.recv(TICKET_HEAD.size + MAX_TICKET + 1024)
+        data = _next_ticket(tickets, slot)
+        if data is None:
+            conn.send_bytes(dump(["bye", "surplus"]))
+            return
         if not data:  # the pool closed the socket and nothing is left in it
             conn.send_bytes(dump(["bye", "closed"]))
             return
@@ -143,6 +151,22 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: i
             conn.send_bytes(dump(["bye", status]))
             return
     conn.send_bytes(dump(["bye", "max_runs"]))
+
+
+def _next_ticket(tickets: Any, slot: Any) -> bytes | None:
+    """The next ticket (b"" once the pool closed the socket), or None once the pool says we are surplus.
+
+    Waits in slices of ``SURPLUS_CHECK_S`` so that an idle spare sees the flag too; the
+    socket is shared, so another worker may take a ticket first (then we wait again).
+    """
+    while not slot[2]:
+        if not select.select([tickets], [], [], SURPLUS_CHECK_S)[0]:
+            continue
+        try:
+            return tickets.recv(TICKET_HEAD.size + MAX_TICKET + 1024, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            continue
+    return None
 
 
 def _mark_running(slot: Any, job_id: int) -> None:

@@ -26,6 +26,11 @@ class Capabilities(Protocol):
     def kv_list(self, prefix: str) -> list[str]: ...
     def emit(self, topic: str, data: Any) -> None: ...
     def schedule_at(self, when: str, payload: Any, key: str | None) -> dict: ...
+    def secrets_get(self, name: str) -> str | None: ...
+    def fetch(self, url: str, method: str | None, headers: list, body: str | None, deadline: float) -> dict:
+        """One request (and its redirects), ended by ``deadline`` (``time.monotonic()``, the run's own):
+        {status, statusText, url, headers: [[name, value]...], body} or CapabilityError."""
+        ...
 
 
 # --- the registry: every host function a script may call -------------------------
@@ -70,6 +75,33 @@ def _schedule_args(when: Any, payload: Any, key: Any, limit: int) -> tuple:
     return _text("when", when), payload, key
 
 
+FETCH_BODY_MAX = 1024 * 1024  # request body (UTF-8 bytes); the host measures the response's own
+FETCH_URL_MAX = 2048
+FETCH_HEADERS_MAX = 64
+
+
+def _fetch_args(url: Any, method: Any, headers: Any, body: Any, limit: int) -> tuple:
+    """Shapes and sizes only; what may be sent where is the host's to decide (the tenant's allowlist)."""
+    url = _text("url", url)
+    if len(url) > FETCH_URL_MAX:
+        raise CapabilityError(f"fetch: the URL is over {FETCH_URL_MAX} characters")
+    if method is not None and not isinstance(method, str):
+        raise CapabilityError("fetch: the method must be a string")
+    if not isinstance(headers, list) or len(headers) > FETCH_HEADERS_MAX or not all(
+            isinstance(h, list) and len(h) == 2 and all(isinstance(p, str) for p in h) for h in headers):
+        raise CapabilityError(f"fetch: headers must be at most {FETCH_HEADERS_MAX} string names and values")
+    if body is not None and not isinstance(body, str):
+        raise CapabilityError("fetch: the body must be a string (JSON.stringify an object first)")
+    if body is not None and len(body.encode("utf-8", "surrogatepass")) > FETCH_BODY_MAX:
+        raise CapabilityError(f"fetch: the request body is over the {FETCH_BODY_MAX}-byte limit")
+    return url, method, headers, body
+
+
+def request_cap(kv_value_bytes: int, overhead: int) -> int:
+    """The largest capability request the host reads: a kv value or a fetch body, JSON-escaped, plus overhead."""
+    return max(kv_value_bytes, 2 * FETCH_BODY_MAX) + overhead
+
+
 @dataclass(frozen=True)
 class Capability:
     """One host function: ``op`` is what the bootstrap sends, ``method`` the ``Capabilities`` method.
@@ -77,13 +109,16 @@ class Capability:
     ``check(*args, value_limit)`` validates the script's arguments (types; values
     measured by ``json_size`` against the run's ``kv_value_bytes``) and returns
     the arguments to call ``method`` with.  ``writes`` marks the calls that
-    change state (kv set/delete, emit, schedule).
+    change state (kv set/delete, emit, schedule).  ``waits`` marks the calls that wait on the
+    outside world (``fetch``): the bridge appends the run's deadline (``time.monotonic()``) to
+    their arguments, and the pool parks the worker (and runs a spare) while one is out.
     """
 
     op: str
     method: str
     check: Callable[..., tuple]
     writes: bool
+    waits: bool = False
 
 
 REGISTRY: tuple[Capability, ...] = (
@@ -94,9 +129,12 @@ REGISTRY: tuple[Capability, ...] = (
                writes=False),
     Capability("emit", "emit", _emit_args, writes=True),
     Capability("schedule.at", "schedule_at", _schedule_args, writes=True),
+    Capability("secrets.get", "secrets_get", lambda name, limit: (_text("name", name),), writes=False),
+    Capability("fetch", "fetch", _fetch_args, writes=False, waits=True),
 )
 BY_OP: dict[str, Capability] = {c.op: c for c in REGISTRY}
 METHODS: frozenset[str] = frozenset(c.method for c in REGISTRY)
+WAITING_METHODS: frozenset[str] = frozenset(c.method for c in REGISTRY if c.waits)
 
 
 class ForwardingCapabilities:
@@ -116,6 +154,8 @@ class ForwardingCapabilities:
         def kv_list(self, prefix: str) -> list[str]: ...
         def emit(self, topic: str, data: Any) -> None: ...
         def schedule_at(self, when: str, payload: Any, key: str | None) -> dict: ...
+        def secrets_get(self, name: str) -> str | None: ...
+        def fetch(self, url: str, method: str | None, headers: list, body: str | None, deadline: float) -> dict: ...
 
 
 def _forwarder(method: str) -> Callable[..., Any]:
@@ -151,6 +191,12 @@ class NullCapabilities:
     def schedule_at(self, when: str, payload: Any, key: str | None) -> dict:
         return {"key": key or "", "run_at": when}
 
+    def secrets_get(self, name: str) -> str | None:
+        return None
+
+    def fetch(self, url: str, method: str | None, headers: list, body: str | None, deadline: float) -> dict:
+        raise CapabilityError("fetch: no network here")
+
 
 class InMemoryCapabilities:
     """Dict-backed capabilities for tests and benchmarks.
@@ -158,8 +204,11 @@ class InMemoryCapabilities:
     Values are stored as JSON copies so a script can never alias host objects.
     """
 
-    def __init__(self, kv: dict[str, Any] | None = None) -> None:
+    def __init__(self, kv: dict[str, Any] | None = None, secrets: dict[str, str] | None = None,
+                 fetcher: Callable[..., dict] | None = None) -> None:
         self.kv: dict[str, Any] = dict(kv or {})
+        self.secrets = dict(secrets or {})
+        self.fetcher = fetcher  # (url, method, headers, body, deadline) -> response dict
         self.emitted: list[tuple[str, Any]] = []
         self.scheduled: dict[str, dict] = {}
 
@@ -186,3 +235,11 @@ class InMemoryCapabilities:
         key = key or f"job-{len(self.scheduled) + 1}"
         self.scheduled[key] = {"when": when, "payload": payload}
         return {"key": key, "run_at": when}
+
+    def secrets_get(self, name: str) -> str | None:
+        return self.secrets.get(name)
+
+    def fetch(self, url: str, method: str | None, headers: list, body: str | None, deadline: float) -> dict:
+        if self.fetcher is None:
+            raise CapabilityError("fetch: no network here")
+        return self.fetcher(url, method, headers, body, deadline)

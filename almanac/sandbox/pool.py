@@ -20,6 +20,11 @@ so threads cannot use two cores; processes can.
   process and a slow capability call does not stall the other workers.
   Messages are small JSON, never pickle; a script's source crosses once per
   worker (tickets name it by a token, and a worker fetches sources it lacks).
+* Waiting on the network: a capability that ``waits`` (``fetch``) runs on its own thread pool,
+  and its worker is "parked" meanwhile: it holds no core, but it cannot take tickets either. So
+  that ``size`` workers keep running scripts, the pool starts a spare for each worker parked
+  longer than a short grace (at most ``spares`` of them), and lets spares go once they have
+  not been needed for a few seconds (``_poolspares``).
 * Recycling: a worker whose run ended ``timed_out`` or ``memory_exceeded``,
   or that has done ``max_runs_per_worker`` runs, says so and exits after that
   run; a background thread starts its replacement.
@@ -64,8 +69,9 @@ from typing import Any, Callable
 
 from . import _engine, _poolworker
 from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
+from ._poolspares import SparesMixin
 from ._poolworker import TICKET_HEAD, dump, result_from, ticket
-from .capabilities import Capabilities
+from .capabilities import WAITING_METHODS, Capabilities
 from .limits import Limits
 from .runtime import CHECK_LIMITS, RunResult, SyntaxProblem
 
@@ -84,6 +90,7 @@ TICKETS_PER_WORKER = 8
 WATCH_MS = 100  # how often the reactor looks at the workers' slots while runs are out
 MAX_MESSAGE = 64 * 1024 * 1024
 SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
+DEFAULT_SPARES = 32  # workers started beyond ``size`` while runs wait on the network
 
 
 class _Job:
@@ -102,14 +109,18 @@ class _Job:
         return RunResult(status, None, error, None, None, "", duration_ms)
 
 
-class SandboxPool:
+class SandboxPool(SparesMixin):
     """Runs scripts in worker processes; thread-safe; same API as ``Sandbox``, plus ``submit``."""
 
     def __init__(self, workers: int | None = None, cache_dir: Path | None = None,
-                 max_runs_per_worker: int = 10_000) -> None:
+                 max_runs_per_worker: int = 10_000, spares: int = DEFAULT_SPARES) -> None:
         self.size = multiprocessing.cpu_count() if workers is None else workers
-        if self.size < 1 or max_runs_per_worker < 1:
-            raise ValueError("workers and max_runs_per_worker must be at least 1")
+        if self.size < 1 or max_runs_per_worker < 1 or spares < 0:
+            raise ValueError("workers and max_runs_per_worker must be at least 1, spares at least 0")
+        self.spares = spares
+        self._parked = 0  # workers waiting on a capability that waits (fetch)
+        self._spawning = 0  # spares being started
+        self._surplus_since: float | None = None  # since when more than ``size`` workers are unparked
         self.max_runs_per_worker = max_runs_per_worker
         self._own_cache = cache_dir is None
         self._cache_dir = Path(tempfile.mkdtemp(prefix="almanac-sandbox-")) if cache_dir is None \
@@ -141,6 +152,8 @@ class SandboxPool:
         self._poller = select.poll()
         self._poller.register(self._wake_r, select.POLLIN)
         self._caps = ThreadPoolExecutor(self.size, thread_name_prefix="almanac-sandbox-caps")
+        # A thread per parked worker at most: every worker may wait on the network at once.
+        self._waits = ThreadPoolExecutor(self.size + spares, thread_name_prefix="almanac-sandbox-waits")
         self._reactor = threading.Thread(target=self._react, name="almanac-sandbox-pool", daemon=True)
         try:
             self._start_all()
@@ -227,8 +240,9 @@ class SandboxPool:
             self._fill()  # from this thread: the reactor need not wake to hand it out
 
     def _fill(self) -> None:
-        """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out."""
-        while self._waiting and self._out < TICKETS_PER_WORKER * self.size:
+        """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out
+        (plus one per parked worker: its run is out, but it takes no ticket)."""
+        while self._waiting and self._out < TICKETS_PER_WORKER * self.size + self._parked:
             job = self._waiting[0]
             try:
                 self._tickets_out.send(ticket(job.id, job.kind, self._token(job.source), job.limits,
@@ -335,12 +349,19 @@ class SandboxPool:
         elif kind == "cap":
             method, args = message[2], message[3]
             caps = job.caps if job is not None else None
-            self._caps.submit(answer_capability, worker.conn, caps, method, args)
+            if method in WAITING_METHODS:
+                self._park(worker)
+                self._waits.submit(self._answer_waiting, worker, caps, method, args)
+            else:
+                self._caps.submit(answer_capability, worker.conn, caps, method, args)
         else:
             raise ValueError(kind)
 
     def _watch(self, now: float) -> None:
-        """Kill workers past their run's deadline; fail tickets a dead worker took and never started."""
+        """Kill workers past their run's deadline; fail tickets a dead worker took and never started;
+        start spares for workers parked on the network, and let them go when no longer needed."""
+        self._add_spares(now)
+        self._let_go(now)
         for worker in list(self._workers.values()):
             job_id, started = worker.running()
             if job_id and now > started + _job_timeout(self._jobs.get(job_id)):
@@ -370,6 +391,11 @@ class SandboxPool:
         with self._lock:  # worker_pids() reads the dict from other threads
             if self._workers.pop(worker.fd, None) is None:
                 return
+            if worker.parked:
+                worker.parked = False
+                self._parked -= 1
+            # A surplus worker leaves unreplaced, unless runs parked since it was told to go.
+            surplus = worker.retiring == "surplus" and self._live() - self._parked >= self.size
         self._poller.unregister(worker.fd)
         reason = "closed" if self._closed else why if worker.retiring is None or why != "died" else worker.retiring
         if not self._closed:
@@ -387,7 +413,10 @@ class SandboxPool:
                              if why == "hung" else job.ended("failed", "sandbox worker died", elapsed))
         elif worker.retiring is None:
             self._lost_idle_at = time.monotonic()  # it may have taken a ticket without saying so
-        self._in_background(self._replace, worker, reason)
+        if surplus:
+            self._in_background(retire, worker, reason)
+        else:
+            self._in_background(self._replace, worker, reason)
 
     def _adopt(self) -> None:
         with self._lock:
@@ -481,6 +510,7 @@ class SandboxPool:
         for thread in background:
             thread.join(JOIN_S)
         self._caps.shutdown(wait=True)
+        self._waits.shutdown(wait=True)
         for end in (self._tickets_out, self._tickets_in):
             end.close()
         for fd in (self._wake_r, self._wake_w):

@@ -34,7 +34,7 @@ import wasmtime
 
 from . import _engine, _native, _wasi
 from ._bridge import Bridge, loads
-from .capabilities import Capabilities, NullCapabilities
+from .capabilities import Capabilities, NullCapabilities, request_cap
 from .limits import MIB, Limits
 
 STATIC_MEMORY = 4 * MIB  # QuickJS's data segments and 2 MB C stack, beyond the JS heap
@@ -104,7 +104,7 @@ class Sandbox:
             raise RuntimeError("sandbox is closed")
         started, cpu_started = time.monotonic(), time.thread_time()
         io = _wasi.RunIO(started + limits.timeout_ms / 1000, limits.log_bytes, limits.output_bytes,
-                         limits.kv_value_bytes + REQUEST_OVERHEAD, Bridge(caps, limits).handle)
+                         request_cap(limits.kv_value_bytes, REQUEST_OVERHEAD), Bridge(caps, limits).handle)
         with self._shared.slots:  # an instance slot of the pooling allocator
             store = wasmtime.Store(self._shared.engine)
             deadlines = self._shared.deadlines

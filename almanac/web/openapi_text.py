@@ -29,6 +29,16 @@ TEXT: dict[tuple[str, str], tuple[str, str]] = {
                                     "a new time or payload replaces the old. `run_at` carries an offset or Z."),
     ("get", "/api/v1/jobs/{key}"): ("Get a job", "A one-off job by its key, with its state."),
     ("delete", "/api/v1/jobs/{key}"): ("Cancel a job", "Cancels the pending job with this key."),
+    ("get", "/api/v1/egress"): ("Get the egress allowlist", "The hosts the tenant's scripts may reach with "
+                                "`fetch` (admin); empty by default, which reaches nothing."),
+    ("put", "/api/v1/egress"): ("Replace the egress allowlist", "Host names, `*.domain` wildcards and IP "
+                                "addresses with optional `:port` (admin). Every address is still checked by the "
+                                "outbound guard: private, loopback and metadata addresses stay refused."),
+    ("get", "/api/v1/secrets"): ("List secrets", "Names and `updated_at` of the tenant's secrets (admin); "
+                                 "values are never shown."),
+    ("put", "/api/v1/secrets/{name}"): ("Set a secret", "Creates (201) or replaces (200) a secret; the value is "
+                                        "encrypted at rest and readable only by the tenant's scripts (admin)."),
+    ("delete", "/api/v1/secrets/{name}"): ("Delete a secret", "Scripts then read null for it (admin)."),
     ("get", "/api/v1/kv"): ("List keys", "The tenant's keys that start with `prefix`, in pages of at most "
                             "1,000 with `next_cursor`: the same data that scripts see."),
     ("get", "/api/v1/kv/{key}"): ("Get a value", "The JSON value stored under a key."),

@@ -12,7 +12,12 @@ ALLOWED = {
     "platform": {"db", "errors", "settings", "jsonsafe"},
     "tenants": {"db", "errors", "settings", "jsonsafe"},
     # Delivery reads the platform's outbox table; nothing in platform knows delivery exists.
-    "delivery": {"db", "errors", "settings", "platform", "jsonsafe"},
+    # It sends through egress (the one HTTP client and address guard) and keeps its signing
+    # secrets encrypted with vault's key.
+    "delivery": {"db", "errors", "settings", "platform", "jsonsafe", "egress", "vault"},
+    # Outbound HTTP (the guard, the pinned transport, scripts' fetch) and secrets at rest.
+    "egress": {"db", "errors", "settings"},
+    "vault": {"db", "errors", "settings"},
 }
 
 
