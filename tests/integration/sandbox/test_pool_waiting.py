@@ -65,6 +65,10 @@ def test_spares_leave_once_the_wait_is_over(tmp_path):
         # The spares linger a few seconds (a burst of waits would reuse them), then leave.
         for _ in range(6):
             assert pool.run(QUICK, {"n": 3}, Limits(), InMemoryCapabilities()).output == 6
+        for _ in range(300):  # the three waiting runs end on the pool's thread: wait for their callbacks
+            if len(done) == 3:
+                break
+            time.sleep(0.1)
         assert [r.output for r in done] == [204, 204, 204]
         for _ in range(300):  # waiting for the spares to leave, not timing them
             if len(pool.worker_pids()) == 1:
