@@ -25,7 +25,7 @@ from almanac.web.views import charts, queries
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, validation_message, viewer_zone,
 )
-from almanac.web.views.rules import RuleForm, builder_context
+from almanac.web.views.rules import RuleForm, builder_context, form_for_rule
 
 router = page_router(read="viewer", write="editor")
 POLICY_DEFAULTS = {"misfire": "run_once", "overlap": "skip", "max_attempts": "3", "retry_backoff_s": "10",
@@ -67,10 +67,11 @@ def _need_editor(principal: Principal) -> None:
 
 
 def _form_page(request: Request, principal: Principal, services: ServicesDep, *, sch: Schedule | None,
-               values: dict[str, Any], rf: RuleForm, status_code: int = 200, error: str | None = None) -> Response:
+               values: dict[str, Any], rf: RuleForm, status_code: int = 200, error: str | None = None,
+               fill_note: str | None = None) -> Response:
     with tenant_db(services, principal) as session:
         scripts = queries.script_names(session)
-    context = builder_context(rf, principal, services.clock.now(), viewer_zone(request))
+    context = builder_context(rf, principal, services.clock.now(), viewer_zone(request), fill_note)
     return render(request, "schedule_form.html", status_code=status_code, sch=sch, form=values, scripts=scripts,
                   error=error, **context)
 
@@ -154,8 +155,8 @@ def edit_schedule_page(request: Request, schedule_id: int, principal: PagePrinci
         sch = service.get_schedule(session, schedule_id)
     values = {"name": sch.name, "script_id": str(sch.script_id), "payload": sch.payload, "enabled": sch.enabled,
               **{k: "" if getattr(sch, k) is None else str(getattr(sch, k)) for k in POLICY_DEFAULTS}}
-    rf = RuleForm(rule=sch.rule_text, timezone=sch.timezone)
-    return _form_page(request, principal, services, sch=sch, values=values, rf=rf)
+    rf, note = form_for_rule(sch.rule_text, sch.rrule, sch.input_kind, sch.timezone)
+    return _form_page(request, principal, services, sch=sch, values=values, rf=rf, fill_note=note)
 
 
 @router.post("/schedules/{schedule_id}/edit")
@@ -189,9 +190,17 @@ def _changes(sch: Schedule, fields: dict[str, Any]) -> dict[str, Any]:
                "payload": json.loads(sch.payload), "enabled": sch.enabled,
                **{k: getattr(sch, k) for k in POLICY_DEFAULTS}}
     changes = {k: v for k, v in fields.items() if k != "start" and current.get(k) != v}
-    if fields.get("start") is not None:
+    # The edit form shows the rule's own start: sent back unchanged, it changes nothing.
+    if fields.get("start") is not None and fields["start"] != _start_wall(sch):
         changes["start"] = fields["start"]
     return changes
+
+
+def _start_wall(sch: Schedule) -> Any:
+    try:
+        return recurrence.load(sch.rrule, sch.input_kind).start_wall.replace(second=0)
+    except AlmanacError:
+        return None
 
 
 def _act(request: Request, principal: Principal, services: ServicesDep, schedule_id: int, action: Any,
