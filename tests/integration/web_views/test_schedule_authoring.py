@@ -108,6 +108,7 @@ def test_run_with_payload_shows_everything_and_saves_nothing(signed_in, app):
     assert _counts(app, b.tenant) == before  # no run, event, kv entry or job was written
     failed = b.post(url + "/try", {"payload": '{"name": "Bo", "fail": true}'}, headers={"HX-Request": "true"}).text
     assert 'id="trial-status">failed' in failed and re.search(r'role="alert">Line 8: .*asked to fail', failed)
+    assert 'id="trial-not-applied"' in failed and 'id="trial-not-applied"' not in html
     assert _counts(app, b.tenant) == before
     bad = b.post(url + "/try", {"payload": "{oops"})  # without JavaScript: the whole page, with the refusal
     assert bad.status_code == 422 and "Payload is not JSON" in bad.text and "{oops" in bad.text
