@@ -201,16 +201,19 @@ def form_for_rule(rule_text: str, canonical: str, input_kind: str, timezone: str
     where they can express it, and a sentence saying which (shown above the builder).
 
     It opens on the fields when they would write back exactly the stored text (it was built
-    there); otherwise on the text as typed, with the fields ready beside it."""
+    there); otherwise on the text as typed, with the fields ready beside it. Start shows the
+    rule's own start (DTSTART), which the fields need (a yearly rule's day, an interval's phase);
+    the preview and the save both use it, and emptying it means "from now"."""
     try:
         rec = recurrence.load(canonical, input_kind)
     except AlmanacError:
         return RuleForm(rule=rule_text, timezone=timezone), "The fields cannot show this rule; edit it as text."
     fill = fields_of(rec)
+    start = f"{rec.start_wall:%Y-%m-%dT%H:%M}"
     if fill.values is None:
-        return (RuleForm(rule=rule_text, timezone=timezone, start=f"{rec.start_wall:%Y-%m-%dT%H:%M}"),
+        return (RuleForm(rule=rule_text, timezone=timezone, start=start),
                 f"The fields cannot show this rule: {fill.reason} Edit it as text.")
-    form = RuleForm(rule=rule_text, **fill.values)
+    form = RuleForm(rule=rule_text, **{**fill.values, "start": start})
     try:
         built = form.rule_text()
     except InvalidRule:  # pragma: no cover - fields_of only fills what the fields accept

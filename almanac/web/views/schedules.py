@@ -233,8 +233,10 @@ def _changes(sch: Schedule, fields: dict[str, Any]) -> dict[str, Any]:
                "payload": json.loads(sch.payload), "enabled": sch.enabled,
                **{k: getattr(sch, k) for k in POLICY_DEFAULTS}}
     changes = {k: v for k, v in fields.items() if k != "start" and current.get(k) != v}
-    # The edit form shows the rule's own start: sent back unchanged, it changes nothing.
-    if fields.get("start") is not None and fields["start"] != _start_wall(sch):
+    # The edit form shows the rule's own start: sent back unchanged with the same rule, it changes
+    # nothing (no replan); with a changed rule it is the start the preview showed, so it is kept.
+    start = fields.get("start")
+    if start is not None and (start != _start_wall(sch) or "rule" in changes or "timezone" in changes):
         changes["start"] = fields["start"]
     return changes
 

@@ -140,3 +140,19 @@ def test_the_schedule_calendar_marks_dst_days(signed_in):
     assert re.findall(r'<td class="[^"]*dst" data-date="([^"]+)"', html) == ["2027-03-28"]
     day = re.search(r'data-date="2027-03-28">(.*?)</td>', html, re.S).group(1)
     assert "Europe/Berlin: UTC+01:00 → UTC+02:00" in day and '<span class="cal-time">03:30</span>' in day
+
+
+def test_a_changed_rule_keeps_the_start_the_form_showed(signed_in):
+    """A yearly rule's day is its start's: changing its time in the fields keeps the day."""
+    b = signed_in("admin")
+    url = _make(b, "", mode="fields", freq="YEARLY", at="09:00", start="2027-05-05T09:00")
+    html = b.get(url + "/edit").text
+    start = re.search(r'id="start" name="start" type="datetime-local" value="([^"]*)"', html).group(1)
+    assert start == "2027-05-05T09:00" and 'id="mode-fields" checked' in html
+    form = {"name": "morning", "script_id": b.script_id, "mode": "fields", "freq": "YEARLY", "interval": "1",
+            "at": "10:00", "timezone": "Europe/Berlin", "start": start, "payload": '{"name": "Ann"}',
+            "enabled": "on", "misfire": "run_once", "overlap": "skip", "max_attempts": "3",
+            "retry_backoff_s": "10", "catchup_window_s": "86400", "priority": "0"}
+    assert b.post(url + "/edit", form).status_code == 303
+    page = b.get(url).text
+    assert "FREQ=YEARLY;BYHOUR=10;BYMINUTE=0" in page and "2027-05-05 10:00:00 CEST" in page
