@@ -61,7 +61,22 @@
       }
     }
   }
+  // The rule builder: show only the fields that mean something for the chosen frequency
+  // (the stylesheet does it with :has(); this covers browsers without it).
+  function frequencyFields() {
+    var freq = document.getElementById("freq");
+    if (!freq) return;
+    function toggle() {
+      var parts = document.querySelectorAll("[data-freqs]");
+      for (var i = 0; i < parts.length; i++) {
+        parts[i].hidden = (" " + parts[i].getAttribute("data-freqs") + " ").indexOf(" " + freq.value + " ") < 0;
+      }
+    }
+    freq.addEventListener("change", toggle);
+    toggle();
+  }
   function init() {
+    frequencyFields();
     var areas = document.querySelectorAll("textarea.code");
     for (var i = 0; i < areas.length; i++) numberLines(areas[i]);
     scrollBoxes();
