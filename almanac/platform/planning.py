@@ -91,10 +91,12 @@ def plan_next(session: Session, schedule: Any, after: datetime, now: datetime, r
     return when
 
 
-def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: datetime, rules: Rules) -> None:
+def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: datetime,
+                   rules: Rules) -> list[datetime | None]:
     """`plan_next` for many schedules: one INSERT ... ON CONFLICT DO NOTHING and one UPDATE, each an executemany.
 
-    Applied in order, so a schedule planned twice ends with the last one's next_run_at.
+    Applied in order, so a schedule planned twice ends with the last one's next_run_at. Answers each
+    plan's next time, in order.
     """
     rows, nexts = [], []
     for schedule, after in plans:
@@ -108,6 +110,7 @@ def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: dat
     if rows:
         _insert_ignore_many(conn.dialect.name).executemany(conn, rows)
     _SET_NEXT_RUN.executemany(conn, nexts)
+    return [row["b_next"] for row in nexts]
 
 
 _SET_NEXT_RUN = Bulk(update(S).where(S.c.id == bindparam("b_id")).values(next_run_at=bindparam("b_next")))
@@ -174,6 +177,35 @@ def upsert_job(
     else:
         session.execute(update(O).where(O.c.job_id == job.id, O.c.status == PLANNED).values(priority=job.priority))
     return job
+
+
+def plan_jobs(session: Session, jobs: list[Any], now: datetime, *, fresh: bool = False) -> set[int]:
+    """`upsert_job`'s planning for many jobs with a new `run_at` (the batch API): drop what was planned,
+    plan the new time; a job that already ran at that time (the unique key) is done. One DELETE and one
+    INSERT ... ON CONFLICT DO NOTHING for all of them; `fresh`: new jobs, nothing to drop. The ids of
+    the jobs planned; each object's `state` is set to match."""
+    if not jobs:
+        return set()
+    ids = [job.id for job in jobs]
+    if not fresh:
+        session.execute(delete(O).where(O.c.job_id.in_(ids), O.c.status.in_((PLANNED, QUEUED))))
+    rows = [occurrence_values(now, job.run_at, job.priority, "job", job_id=job.id) for job in jobs]
+    insert = upsert_insert(session.get_bind().dialect.name)
+    added = set(session.execute(insert(O).values(rows).on_conflict_do_nothing().returning(O.c.job_id)).scalars())
+    for job in jobs:
+        job.state = JOB_PENDING if job.id in added else JOB_DONE
+    return added
+
+
+def reprioritise_jobs(session: Session, jobs: list[Any]) -> None:
+    """`upsert_job` without a new time, for many jobs: the planned occurrence takes the job's priority."""
+    if jobs:
+        conn = session.connection()
+        _SET_JOB_PRIORITY.executemany(conn, [{"b_job": job.id, "b_priority": job.priority} for job in jobs])
+
+
+_SET_JOB_PRIORITY = Bulk(update(O).where(O.c.job_id == bindparam("b_job"), O.c.status == PLANNED)
+                         .values(priority=bindparam("b_priority")))
 
 
 def cancel_job(session: Session, job: Job, now: datetime) -> None:
