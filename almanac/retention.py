@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, select
+from sqlalchemy import and_, delete, exists, func, select
 from sqlalchemy.orm import Session
 
 from almanac.db import Database
@@ -38,7 +38,7 @@ from almanac.platform.quotas import TenantQuota
 
 log = logging.getLogger("almanac.retention")
 
-EV, FO, D, DA = Event.__table__, EventFanout.__table__, Delivery.__table__, DeliveryAttempt.__table__
+EV, FO, D = Event.__table__, EventFanout.__table__, Delivery.__table__
 R, O = Run.__table__, Occurrence.__table__
 FINAL = ("succeeded", "failed", "timed_out", "memory_exceeded", "skipped", "expired", "cancelled")
 DAYS_MAX = 36_500
@@ -94,12 +94,13 @@ def _old_events(s: Session, cutoff: datetime, batch: int) -> list[int]:
 
 
 def _drop_events(s: Session, ids: list[int]) -> int:
-    deliveries = select(D.c.id).where(D.c.event_id.in_(ids)).scalar_subquery()
-    s.execute(delete(DA).where(DA.c.delivery_id.in_(deliveries)))
-    gone = s.execute(delete(D).where(D.c.event_id.in_(ids))).rowcount
-    s.execute(delete(FO).where(FO.c.event_id.in_(ids)))
-    s.execute(delete(EV).where(EV.c.id.in_(ids)))
-    return max(gone, 0)
+    deliveries = select(Delivery.id).where(Delivery.event_id.in_(ids)).scalar_subquery()
+    s.execute(delete(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(deliveries)))
+    gone = s.execute(select(func.count()).select_from(Delivery).where(Delivery.event_id.in_(ids))).scalar_one()
+    s.execute(delete(Delivery).where(Delivery.event_id.in_(ids)))
+    s.execute(delete(EventFanout).where(EventFanout.event_id.in_(ids)))
+    s.execute(delete(Event).where(Event.id.in_(ids)))
+    return int(gone)
 
 
 def _old_runs(s: Session, cutoff: datetime, batch: int) -> list[int]:
@@ -124,8 +125,8 @@ def prune_tenant(db: Database, slug: str, cutoff: datetime, *, batch: int = 500,
     stopping); the next call goes on where this one stopped.
     """
     total = Pruned()
-    steps = (("events", _old_events, _drop_events), ("runs", _old_runs, _drop_ids(R)),
-             ("occurrences", _old_occurrences, _drop_ids(O)))
+    steps = (("events", _old_events, _drop_events), ("runs", _old_runs, _drop_ids(Run)),
+             ("occurrences", _old_occurrences, _drop_ids(Occurrence)))
     for name, find, drop in steps:
         while True:
             if (max_batches is not None and total.batches >= max_batches) or (pause is not None and pause()):
@@ -146,9 +147,9 @@ def prune_tenant(db: Database, slug: str, cutoff: datetime, *, batch: int = 500,
     return total
 
 
-def _drop_ids(table: Any) -> Callable[[Session, list[int]], int]:
+def _drop_ids(model: Any) -> Callable[[Session, list[int]], int]:
     def drop(s: Session, ids: list[int]) -> int:
-        s.execute(delete(table).where(table.c.id.in_(ids)))
+        s.execute(delete(model).where(model.id.in_(ids)))
         return 0
 
     return drop

@@ -155,7 +155,7 @@ def upsert_jobs(s: Session, items: list[dict[str, Any]], now: datetime) -> list[
         quotas.check_pending_jobs(s, quotas.of(s), adding=fresh_pending)
     outcomes: dict[str, str] = {}
     replan: list[Job] = []
-    changes: list[dict[str, Any]] = []
+    changes: list[Job] = []
     for v in values:
         job = existing.get(v["key"])
         if job is None:

@@ -188,7 +188,8 @@ def plan_jobs(session: Session, jobs: list[Any], now: datetime, *, fresh: bool =
         return set()
     ids = [job.id for job in jobs]
     if not fresh:
-        session.execute(delete(O).where(O.c.job_id.in_(ids), O.c.status.in_((PLANNED, QUEUED))))
+        session.execute(delete(Occurrence).where(Occurrence.job_id.in_(ids),
+                                                 Occurrence.status.in_((PLANNED, QUEUED))))
     rows = [occurrence_values(now, job.run_at, job.priority, "job", job_id=job.id) for job in jobs]
     insert = upsert_insert(session.get_bind().dialect.name)
     added = set(session.execute(insert(O).values(rows).on_conflict_do_nothing().returning(O.c.job_id)).scalars())
@@ -204,7 +205,8 @@ def reprioritise_jobs(session: Session, jobs: list[Any]) -> None:
         _SET_JOB_PRIORITY.executemany(conn, [{"b_job": job.id, "b_priority": job.priority} for job in jobs])
 
 
-_SET_JOB_PRIORITY = Bulk(update(O).where(O.c.job_id == bindparam("b_job"), O.c.status == PLANNED)
+_SET_JOB_PRIORITY = Bulk(update(Occurrence).where(Occurrence.job_id == bindparam("b_job"),
+                                                  Occurrence.status == PLANNED)
                          .values(priority=bindparam("b_priority")))
 
 

@@ -6,6 +6,8 @@ limits apply to every item; the list itself is capped at `BATCH_MAX` (over it: 4
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from almanac.platform.batch import BATCH_MAX
@@ -13,8 +15,8 @@ from almanac.web.api.schemas_scheduler import JobIn, ScheduleIn, ScheduleOut, St
 
 KEY_MAX = 200
 
-_JOB_EXAMPLE = {"key": "remind-order-7", "script_id": 1, "run_at": "2026-12-01T09:00:00Z", "payload": {"order": 7}}
-_SCHEDULE_EXAMPLE = {"name": "weekday report", "script_id": 1, "rule": "every weekday at 9am",
+_JOB_EXAMPLE: Any = {"key": "remind-order-7", "script_id": 1, "run_at": "2026-12-01T09:00:00Z", "payload": {"order": 7}}
+_SCHEDULE_EXAMPLE: Any = {"name": "weekday report", "script_id": 1, "rule": "every weekday at 9am",
                      "timezone": "Europe/Berlin"}
 
 
