@@ -187,15 +187,28 @@ def plan_jobs(session: Session, jobs: list[Any], now: datetime, *, fresh: bool =
     if not jobs:
         return set()
     ids = [job.id for job in jobs]
-    if not fresh:
+    rows = [occurrence_values(now, job.run_at, job.priority, "job", job_id=job.id) for job in jobs]
+    conn = session.connection()
+    if fresh:  # new jobs: nothing to drop, nothing to clash with; one pipelined executemany
+        _insert_job_occurrences(conn.dialect.name).executemany(
+            conn, [{"b_" + name: value for name, value in row.items()} for row in rows])
+        added = set(ids)
+    else:
         session.execute(delete(Occurrence).where(Occurrence.job_id.in_(ids),
                                                  Occurrence.status.in_((PLANNED, QUEUED))))
-    rows = [occurrence_values(now, job.run_at, job.priority, "job", job_id=job.id) for job in jobs]
-    insert = upsert_insert(session.get_bind().dialect.name)
-    added = set(session.execute(insert(O).values(rows).on_conflict_do_nothing().returning(O.c.job_id)).scalars())
+        insert = upsert_insert(conn.dialect.name)
+        added = set(session.execute(insert(O).values(rows).on_conflict_do_nothing()
+                                    .returning(O.c.job_id)).scalars())
     for job in jobs:
         job.state = JOB_PENDING if job.id in added else JOB_DONE
     return added
+
+
+@lru_cache(maxsize=2)
+def _insert_job_occurrences(dialect: str) -> Bulk:
+    names = ("scheduled_for", "due_at", "priority", "trigger", "status", "attempt", "created_at", "job_id")
+    return Bulk(upsert_insert(dialect)(O).values({name: bindparam("b_" + name) for name in names})
+                .on_conflict_do_nothing())
 
 
 def reprioritise_jobs(session: Session, jobs: list[Any]) -> None:
