@@ -147,18 +147,27 @@ def trigger_now(session: Session, schedule: Schedule, now: datetime) -> None:
     ))
 
 
+class LookUp:
+    """`upsert_job(existing=LookUp)` (the default): look the job up by key, locked."""
+
+
 def upsert_job(
     session: Session, key: str, fields: dict[str, Any], *, now: datetime,
     depth: int = 0, root_key: str | None = None, created_by_run_id: int | None = None,
+    existing: Job | None | type[LookUp] = LookUp,
 ) -> Job:
     """Create or replace the job with this key (SPEC section 8).
 
     `fields` holds script_id, run_at, payload (JSON text), expire_after_s,
     max_attempts, priority. A new run_at replaces the planned occurrence; the
     same run_at after the job ran plans nothing (the unique key on (job,
-    time) keeps a job from running twice for one time).
+    time) keeps a job from running twice for one time). A caller that already holds the job's row
+    (locked FOR UPDATE, or None for no such job) passes it as `existing`.
     """
-    job = session.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
+    if existing is LookUp:
+        existing = session.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
+    job = existing if isinstance(existing, Job) else None
+    fresh = job is None
     if job is None:
         job = Job(key=key, state=JOB_PENDING, created_at=now, **fields)
         session.add(job)
@@ -171,7 +180,8 @@ def upsert_job(
     job.depth, job.created_by_run_id, job.updated_at = depth, created_by_run_id, now
     session.flush()
     if changed:
-        session.execute(delete(O).where(O.c.job_id == job.id, O.c.status.in_((PLANNED, QUEUED))))
+        if not fresh:  # a new job has nothing planned to drop
+            session.execute(delete(O).where(O.c.job_id == job.id, O.c.status.in_((PLANNED, QUEUED))))
         added = insert_ignore(session, O, occurrence_values(now, job.run_at, job.priority, "job", job_id=job.id))
         job.state = JOB_PENDING if added else JOB_DONE
     else:
