@@ -118,11 +118,13 @@ def _old_occurrences(s: Session, cutoff: datetime, batch: int) -> list[int]:
 
 
 def prune_tenant(db: Database, slug: str, cutoff: datetime, *, batch: int = 500,
-                 max_batches: int | None = None, pause: Callable[[], bool] | None = None) -> Pruned:
+                 max_batches: int | None = None, pause: Callable[[], bool] | None = None,
+                 rest: Callable[[], None] | None = None) -> Pruned:
     """Prune one tenant's history older than `cutoff`, `batch` rows per transaction.
 
     Stops after `max_batches` (then `done` is False) or when `pause()` answers True (the server is
-    stopping); the next call goes on where this one stopped.
+    stopping); the next call goes on where this one stopped. `rest()` runs between two transactions
+    (the server waits a little there, leaving the database and the CPU to claims).
     """
     total = Pruned()
     steps = (("events", _old_events, _drop_events), ("runs", _old_runs, _drop_ids(Run)),
@@ -144,6 +146,8 @@ def prune_tenant(db: Database, slug: str, cutoff: datetime, *, batch: int = 500,
                 total.deliveries += extra
             if len(ids) < batch:
                 break
+            if rest is not None:
+                rest()
     return total
 
 
@@ -156,7 +160,8 @@ def _drop_ids(model: Any) -> Callable[[Session, list[int]], int]:
 
 
 def prune(db: Database, slugs: list[str], default_days: int, now: datetime, *, batch: int = 500,
-          max_batches: int | None = None, pause: Callable[[], bool] | None = None) -> dict[str, Pruned]:
+          max_batches: int | None = None, pause: Callable[[], bool] | None = None,
+          rest: Callable[[], None] | None = None) -> dict[str, Pruned]:
     """Prune every tenant of `slugs` with its own period; one tenant's failure does not stop the others."""
     with db.shared_session() as shared:
         days = {slug: retention_days(shared, slug, default_days) for slug in slugs}
@@ -164,7 +169,7 @@ def prune(db: Database, slugs: list[str], default_days: int, now: datetime, *, b
     for slug in slugs:
         try:
             report[slug] = prune_tenant(db, slug, now - timedelta(days=days[slug]), batch=batch,
-                                        max_batches=max_batches, pause=pause)
+                                        max_batches=max_batches, pause=pause, rest=rest)
         except Exception:
             log.exception("retention.failed", extra={"event": "retention.failed", "tenant": slug})
         if pause is not None and pause():
@@ -188,18 +193,23 @@ class Pruner:
     interval_s: float
     batch: int = 500
     max_batches: int = 200
+    rest_s: float = 0.02  # between two batches: claims get the database and the CPU (see bench/retention_bench.py)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def run_once(self) -> dict[str, Pruned]:
         report = prune(self.db, list(self.tenant_slugs()), self.default_days, self.clock.now(), batch=self.batch,
-                       max_batches=self.max_batches, pause=self._stop.is_set)
+                       max_batches=self.max_batches, pause=self._stop.is_set,
+                       rest=self._rest)
         removed = {slug: p for slug, p in report.items() if p.batches}
         if removed:
             log.info("retention.pruned", extra={"event": "retention.pruned", "tenants": len(removed),
                                                 "runs": sum(p.runs for p in removed.values()),
                                                 "events": sum(p.events for p in removed.values())})
         return report
+
+    def _rest(self) -> None:
+        self._stop.wait(self.rest_s)  # cut short by stop()
 
     def start(self) -> None:
         if self._thread is None:

@@ -69,6 +69,11 @@ def one_tenant_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ["token", "create", "--tenant", "acme", "--name", "x", "--role", "root"],
         ["frobnicate"],
         ["serve", "--port", "99999"],
+        ["tenant", "retention", "nope", "--days", "7"],
+        ["tenant", "retention", "acme", "--days", "0"],
+        ["tenant", "retention", "acme", "--days", "7", "--default"],
+        ["prune", "--tenant", "nope"],
+        ["prune", "--batch", "0"],
     ],
     ids=lambda a: " ".join(a)[:60],
 )
@@ -117,3 +122,14 @@ def test_every_server_log_line_is_json(sqlite_settings: Settings) -> None:
     entries = [json.loads(line) for line in lines]  # raises on the first line that is not JSON
     assert any(e["event"] == "http.request" and e["path"] == "/healthz" and e["status"] == 200 for e in entries)
     assert any(e["logger"].startswith("uvicorn") and e["event"] != "http.request" for e in entries)
+
+
+def test_retention_and_prune_from_the_command_line(one_tenant_env: dict[str, str]) -> None:
+    env = one_tenant_env
+    assert almanac("tenant", "retention", "acme", env=env).stdout == "acme\tretention 30 days\n"
+    assert almanac("tenant", "retention", "acme", "--days", "7", env=env).stdout == "acme\tretention 7 days\n"
+    assert almanac("tenant", "retention", "acme", env=env).stdout == "acme\tretention 7 days\n"
+    pruned = almanac("prune", env=env)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout == "acme\truns 0\toccurrences 0\tevents 0\tdeliveries 0\n"
+    assert almanac("tenant", "retention", "acme", "--default", env=env).stdout == "acme\tretention 30 days\n"
