@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, select
+from sqlalchemy import and_, delete, exists, select
 from sqlalchemy.orm import Session
 
 from almanac.db import Database
@@ -96,11 +96,10 @@ def _old_events(s: Session, cutoff: datetime, batch: int) -> list[int]:
 def _drop_events(s: Session, ids: list[int]) -> int:
     deliveries = select(Delivery.id).where(Delivery.event_id.in_(ids)).scalar_subquery()
     s.execute(delete(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(deliveries)))
-    gone = s.execute(select(func.count()).select_from(Delivery).where(Delivery.event_id.in_(ids))).scalar_one()
-    s.execute(delete(Delivery).where(Delivery.event_id.in_(ids)))
+    gone = s.execute(delete(Delivery).where(Delivery.event_id.in_(ids)).returning(Delivery.id)).all()
     s.execute(delete(EventFanout).where(EventFanout.event_id.in_(ids)))
     s.execute(delete(Event).where(Event.id.in_(ids)))
-    return int(gone)
+    return len(gone)
 
 
 def _old_runs(s: Session, cutoff: datetime, batch: int) -> list[int]:
