@@ -187,6 +187,49 @@ def tenant_quota(
         typer.echo(f"{name}\t{values['limit']}\tused {values['used']}")
 
 
+@tenant_app.command("retention")
+def tenant_retention(
+    slug: str,
+    days: Annotated[Optional[int], typer.Option(min=1, max=36_500, help="keep this many days of history")] = None,
+    default: Annotated[bool, typer.Option("--default", help="back to ALMANAC_RETENTION_DAYS")] = False,
+) -> None:
+    """Shows, or sets, how many days of a tenant's history (runs, events, deliveries) are kept."""
+    from almanac import retention
+    from almanac.tenants import registry
+
+    if days is not None and default:
+        raise CliError("give --days or --default, not both")
+    db = _database()
+    with db.shared_session() as session:
+        registry.get_tenant(session, slug)  # an unknown tenant is an error, before anything is written
+        if days is not None or default:
+            retention.set_retention_days(session, slug, days, SystemClock().now())
+        kept = retention.retention_days(session, slug, db.settings.retention_days)
+    typer.echo(f"{slug}	retention {kept} days")
+
+
+@app.command()
+def prune(
+    tenant: Annotated[Optional[str], typer.Option("--tenant", help="only this tenant")] = None,
+    batch: Annotated[Optional[int], typer.Option(min=1, max=10_000, help="rows per transaction "
+                                                 "[ALMANAC_PRUNE_BATCH]")] = None,
+) -> None:
+    """Prunes history past each tenant's retention now, in small batches (the server also does it periodically)."""
+    from almanac import retention
+    from almanac.tenants import registry
+
+    db = _database()
+    with db.shared_session() as session:
+        slugs = [t.slug for t in ([registry.get_tenant(session, tenant)] if tenant else registry.list_tenants(session))]
+    report = retention.prune(db, slugs, db.settings.retention_days, SystemClock().now(),
+                             batch=batch or db.settings.prune_batch)
+    for slug, done in report.items():
+        typer.echo(f"{slug}	runs {done.runs}	occurrences {done.occurrences}	events {done.events}"
+                   f"	deliveries {done.deliveries}")
+    if len(report) < len(slugs):
+        raise CliError(f"{len(slugs) - len(report)} tenant(s) failed; see the log")
+
+
 @user_app.command("add")
 def user_add(
     tenant: Annotated[str, typer.Option("--tenant")],

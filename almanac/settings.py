@@ -82,6 +82,18 @@ class Settings(BaseSettings):
     delivery_poll_s: float = Field(
         default=1.0, gt=0, le=60, description="how often the dispatcher looks for due deliveries when not woken")
 
+    retention_days: int = Field(
+        default=30, ge=1, le=36_500,
+        description="days of history (runs, ended occurrences, events and their deliveries) kept per tenant "
+                    "before pruning (SPEC section 9); `almanac tenant retention SLUG --days N` overrides it per tenant")
+    prune_interval_s: float = Field(
+        default=600.0, gt=0, le=86_400,
+        description="how often `almanac serve` / `almanac worker` prune history past its retention "
+                    "(`almanac prune` does it at once)")
+    prune_batch: int = Field(
+        default=500, ge=1, le=10_000,
+        description="rows removed per pruning transaction: small, so that pruning never holds up claims")
+
     @field_validator("log_level")
     @classmethod
     def _known_level(cls, value: str) -> str:

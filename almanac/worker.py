@@ -30,6 +30,7 @@ from almanac.platform.runner import RunOutcome, broken
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
 from almanac.platform.timer_leases import TenantLeases
+from almanac.retention import Pruner
 from almanac.sandbox.capabilities import ForwardingCapabilities
 from almanac.settings import Settings
 
@@ -267,8 +268,9 @@ class ScaledScheduler:
     Everything else (`tick`, `run_claim`, ...) is the timer's own.
     """
 
-    def __init__(self, timer: Scheduler, leases: TenantLeases, db: Database, dispatcher: Any = None) -> None:
-        self.timer, self.leases, self.dispatcher = timer, leases, dispatcher
+    def __init__(self, timer: Scheduler, leases: TenantLeases, db: Database, dispatcher: Any = None,
+                 pruner: Any = None) -> None:
+        self.timer, self.leases, self.dispatcher, self.pruner = timer, leases, dispatcher, pruner
         self.listener = Listener.for_database(db, self.wake, on_connect=self._wake_all)
 
     def start(self) -> None:
@@ -276,12 +278,16 @@ class ScaledScheduler:
         self.timer.start()
         if self.dispatcher is not None:
             self.dispatcher.start()  # delivers the events that runs commit
+        if self.pruner is not None:
+            self.pruner.start()  # history past its retention, in small batches
         if self.listener is not None:
             self.listener.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         if self.listener is not None:
             self.listener.stop()
+        if self.pruner is not None:
+            self.pruner.stop()
         if self.dispatcher is not None:
             self.dispatcher.stop()
         self.timer.stop(timeout)
@@ -316,9 +322,12 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     holder.append(timer)
     # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work.
     dispatcher = Dispatcher(db, clock, settings, leases.owned)
-    scheduler = ScaledScheduler(timer, leases, db, dispatcher)
+    # Pruning follows the timer's tenants too: each tenant's history is pruned by one process at a time.
+    pruner = Pruner(db, clock, leases.owned, settings.retention_days, settings.prune_interval_s,
+                    batch=settings.prune_batch)
+    scheduler = ScaledScheduler(timer, leases, db, dispatcher, pruner)
     return Services(settings=settings, db=db, clock=clock, scheduler=scheduler, runner=runner, store=store,
-                    extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher})
+                    extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher, "pruner": pruner})
 
 
 def run_worker(settings: Settings) -> None:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -92,7 +93,10 @@ class Event(TenantBase):
     """The outbox of `almanac.emit`: written in the run's finishing transaction."""
 
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_run_id", "run_id"),)
+    __table_args__ = (
+        Index("ix_events_run_id", "run_id"),
+        Index("ix_events_created_at", "created_at"),  # retention finds the oldest first
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int | None] = mapped_column(Integer)
@@ -171,6 +175,9 @@ class Occurrence(TenantBase):
         UniqueConstraint("job_id", "scheduled_for"),
         Index("ix_occurrences_due_at", "due_at"),
         Index("ix_occurrences_schedule_id_status", "schedule_id", "status"),
+        # Retention finds ended occurrences oldest first; partial, so planned ones (the claim's) never enter it.
+        Index("ix_occurrences_done_scheduled_for", "scheduled_for",
+              postgresql_where=text("status = 'done'"), sqlite_where=text("status = 'done'")),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

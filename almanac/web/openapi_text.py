@@ -27,6 +27,12 @@ TEXT: dict[tuple[str, str], tuple[str, str]] = {
                                                         "to be sent, to one target, newest first (admin)."),
     ("put", "/api/v1/jobs/{key}"): ("Create or replace a one-off job", "Upserts the pending job with this key: "
                                     "a new time or payload replaces the old. `run_at` carries an offset or Z."),
+    ("post", "/api/v1/jobs/batch"): ("Create or replace up to 1,000 jobs", "Upserts every job of the list in one "
+                                     "transaction, each as PUT /api/v1/jobs/{key} would, and answers each one's "
+                                     "outcome (`created`, `replaced`, `unchanged`). All or none: a bad item (an "
+                                     "unknown script, a key given twice, a bad field) refuses the batch with "
+                                     "422, naming each bad item by its index; the pending-jobs quota counts the "
+                                     "whole batch (429)."),
     ("get", "/api/v1/jobs/{key}"): ("Get a job", "A one-off job by its key, with its state."),
     ("delete", "/api/v1/jobs/{key}"): ("Cancel a job", "Cancels the pending job with this key."),
     ("get", "/api/v1/egress"): ("Get the egress allowlist", "The hosts the tenant's scripts may reach with "
@@ -61,6 +67,11 @@ TEXT: dict[tuple[str, str], tuple[str, str]] = {
     ("get", "/api/v1/schedules"): ("List schedules", "The tenant's schedules with their next run."),
     ("post", "/api/v1/schedules"): ("Create a schedule", "Answers 201 with the schedule, its canonical rrule, "
                                     "description and next_run_at; rule errors are those of the preview."),
+    ("post", "/api/v1/schedules/batch"): ("Create up to 1,000 schedules", "Creates every schedule of the list in "
+                                          "one transaction, each as POST /api/v1/schedules would, and answers 201 "
+                                          "with them in order. All or none: a bad item (its rule, its script, a "
+                                          "bad field) refuses the batch with 422, naming each bad item by its "
+                                          "index; the schedules quota counts the whole batch (429)."),
     ("get", "/api/v1/schedules/{schedule_id}"): ("Get a schedule", "One schedule with its rule and policies."),
     ("patch", "/api/v1/schedules/{schedule_id}"): ("Change a schedule", "Changes the given fields; a new rule "
                                                    "replaces the planned occurrences."),

@@ -69,6 +69,11 @@ def one_tenant_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ["token", "create", "--tenant", "acme", "--name", "x", "--role", "root"],
         ["frobnicate"],
         ["serve", "--port", "99999"],
+        ["tenant", "retention", "nope", "--days", "7"],
+        ["tenant", "retention", "acme", "--days", "0"],
+        ["tenant", "retention", "acme", "--days", "7", "--default"],
+        ["prune", "--tenant", "nope"],
+        ["prune", "--batch", "0"],
     ],
     ids=lambda a: " ".join(a)[:60],
 )
@@ -145,3 +150,14 @@ def test_secrets_rotate_key_reencrypts_under_a_new_key_file(env: dict[str, str],
         db.dispose()
     one_key = almanac("secrets", "rotate-key", env={**env, "ALMANAC_SECRETS_KEY": Fernet.generate_key().decode()})
     assert one_key.returncode == 2 and "NEW,OLD" in one_key.stderr and len(one_key.stderr.splitlines()) == 1
+
+
+def test_retention_and_prune_from_the_command_line(one_tenant_env: dict[str, str]) -> None:
+    env = one_tenant_env
+    assert almanac("tenant", "retention", "acme", env=env).stdout == "acme\tretention 30 days\n"
+    assert almanac("tenant", "retention", "acme", "--days", "7", env=env).stdout == "acme\tretention 7 days\n"
+    assert almanac("tenant", "retention", "acme", env=env).stdout == "acme\tretention 7 days\n"
+    pruned = almanac("prune", env=env)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout == "acme\truns 0\toccurrences 0\tevents 0\tdeliveries 0\n"
+    assert almanac("tenant", "retention", "acme", "--default", env=env).stdout == "acme\tretention 30 days\n"
