@@ -32,6 +32,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "changes": ("What changed, as given (never a secret's value).", {"name": "morning-report"}),
     "column": ("The column of the problem, from 1.", 14),
     "count": ("How many next occurrences to answer (1-50).", 10),
+    "cpu_ms": ("The CPU time the script used, in milliseconds (null for runs recorded before it was kept).", 12),
     "created_at": ("When it was created (UTC).", "2026-11-20T09:00:00Z"),
     "depth": ("How many jobs planned it in a row from a schedule's run (0: planned from outside).", 0),
     "description": ("The rule in English, with its time zone.", "every weekday at 9:00 AM (Europe/Berlin)"),
@@ -40,7 +41,10 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "enabled": ("False while paused: nothing runs or is delivered.", True),
     "error": ("The error the script threw (or why the platform stopped it).", "Error: the payload needs an order"),
     "error_line": ("The line of the script the error was thrown at.", 5),
+    "event": ("The event the run was given, as the script saw it (null for runs recorded before it was kept).",
+              {"payload": {"order": 7}, "scheduledFor": AT, "attempt": 1, "runId": 42}),
     "event_id": ("The emitted event this delivery carries.", 17),
+    "events": ("The ids of the events the run emitted.", [17]),
     "event_public_id": ("The event's id as the target sees it (`X-Almanac-Event`).", "evt_01JD8X5Q9W3M"),
     "expire_after_s": ("A run that cannot start within this many seconds of its time is dropped.", 3600),
     "expires_at": ("When the invitation link stops working (UTC).", "2026-11-27T09:00:00Z"),
@@ -177,6 +181,11 @@ REQUESTS: dict[tuple[str, str], Any] = {
                                   "recipients": ["boss@example.com"], "subject_template": "Weekly totals"},
     ("patch", "/api/v1/targets/{target_id}"): {"topics": ["report.*"], "enabled": True},
     ("post", "/api/v1/tokens"): {"name": "deploy-bot", "role": "editor"},
+    ("put", "/api/v1/egress"): {"hosts": ["api.example.com", "*.example.org", "rates.example.net:8443"]},
+    ("put", "/api/v1/secrets/{name}"): {"value": "sk_live_51Hx"},
+    ("post", "/api/v1/jobs/batch"): {"jobs": [{"key": "remind-order-7", "script_id": 5,
+                                               "run_at": "2026-12-01T10:00:00Z", "payload": {"order": 7}}]},
+    ("post", "/api/v1/schedules/batch"): {"schedules": [_SCHEDULE]},
 }
 
 # Answers that are not JSON built from a schema: path -> (media type, example).

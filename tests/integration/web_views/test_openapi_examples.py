@@ -80,7 +80,8 @@ def test_request_examples_are_accepted_by_the_api(app, make_tenant, issue_token)
     script = client.post("/api/v1/scripts", json=doc["paths"]["/api/v1/scripts"]["post"]["requestBody"]
                          ["content"]["application/json"]["example"])
     assert script.status_code == 201, script.text
-    ids = {"script_id": script.json()["id"], "schedule_id": 1, "target_id": 1, "user_id": 1, "key": "recheck-7"}
+    ids = {"script_id": script.json()["id"], "schedule_id": 1, "target_id": 1, "user_id": 1, "key": "recheck-7",
+           "name": "API_TOKEN"}
     refused = []
     for op_id, op in _operations(doc):
         if "requestBody" not in op or op_id == "POST /api/v1/scripts":
@@ -90,6 +91,10 @@ def test_request_examples_are_accepted_by_the_api(app, make_tenant, issue_token)
             op["requestBody"]["content"]["application/json"]["example"], dict) else None
         if body and "script_id" in body:
             body["script_id"] = ids["script_id"]
+        for field, items in list((body or {}).items()):  # a batch: each item names the script too
+            if isinstance(items, list):
+                body[field] = [{**i, "script_id": ids["script_id"]} if isinstance(i, dict) and "script_id" in i
+                               else i for i in items]
         answer = client.request(method, path.format(**ids), json=body)
         if answer.status_code == 422 or answer.status_code >= 500:
             refused.append((op_id, answer.status_code, answer.text[:200]))
