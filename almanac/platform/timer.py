@@ -64,7 +64,8 @@ class Scheduler(RecorderMixin):
         self._avg_run_s: float | None = None  # the runs' average time, for the run limit
         self._unfinished_by: Counter[str] = Counter()  # claimed and not yet ended, per tenant
         self._held_by: Counter[str] = Counter()  # claimed and not yet recorded, per tenant
-        self._claims: dict[int, Claim] = {}  # claimed and not yet recorded, by run id: their leases are renewed
+        # Claimed and not yet recorded, by (tenant, run id) (run ids repeat across tenants): their leases are renewed.
+        self._claims: dict[tuple[str, int], Claim] = {}
         self._served: dict[str, int] = {}  # tenant -> when it last claimed (a counter): least recent goes first
         self._serial = 0
         self._due_now = 0  # tenants the loop found due in its current pass
@@ -234,7 +235,7 @@ class Scheduler(RecorderMixin):
             self._inflight += len(batch.claims)
             self._unfinished_by[tenant] += len(batch.claims)
             self._held_by[tenant] += len(batch.claims)
-            self._claims.update((c.run_id, c) for c in batch.claims)
+            self._claims.update(((c.tenant, c.run_id), c) for c in batch.claims)
             self._fair.add(tenant, batch.claims)
         self._start_queued()
         if batch.full:
@@ -350,7 +351,7 @@ class Scheduler(RecorderMixin):
             if recorded:
                 self._unrecorded -= len(claims)
             for claim in claims:
-                self._claims.pop(claim.run_id, None)
+                self._claims.pop((claim.tenant, claim.run_id), None)
                 self._held_by[claim.tenant] -= 1
             self._wake_starved()
 
@@ -389,7 +390,7 @@ class Scheduler(RecorderMixin):
                 log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed", "tenant": tenant})
                 continue
             with self._cond:  # a run recorded since the snapshot is not a lost one
-                gone = {run_id for run_id in gone if run_id in self._claims}
+                gone = {run_id for run_id in gone if (tenant, run_id) in self._claims}
             if gone:
                 with self._cond:
                     dropped = self._fair.remove(tenant, gone)

@@ -137,3 +137,40 @@ def test_a_runs_recorded_start_is_when_its_script_started(world: World) -> None:
     assert run.status == "succeeded"
     assert run.started_at == handed_at + timedelta(seconds=4.75)
     assert run.duration_ms == 250
+
+
+def test_waiting_runs_of_several_tenants_keep_their_leases(
+        database: Database, make_tenant: Callable[..., str]) -> None:
+    """Run ids repeat across tenants (each counts from 1): every tenant's waiting claims are renewed."""
+    clock = SystemClock()
+    store = SqlStore(database, EveryRules(), lease_margin_s=1.0)
+    other = SqlStore(database, EveryRules(), lease_margin_s=1.0)
+    worlds = [World(database, make_tenant(), clock, store, None) for _ in range(3)]  # type: ignore[arg-type]
+    for world in worlds:
+        script = world.add_script(timeout_ms=100)
+        for i in range(8):
+            world.put_job(f"job-{i}", script, clock.now())
+    scheduler = Scheduler(store, FunctionRunner(lambda *_: time.sleep(0.4)), clock,
+                          lambda: [w.tenant for w in worlds], workers=2)
+    stop = threading.Event()
+
+    def second_process() -> None:  # takes over any lease that lapses
+        while not stop.is_set():
+            now = clock.now()
+            for world in worlds:
+                for claim in other.claim_due(world.tenant, now, 5).claims:
+                    other.finish(claim, Outcome("succeeded", started_at=now), None, now)
+            time.sleep(0.05)
+
+    helper = threading.Thread(target=second_process, daemon=True)
+    scheduler.start()
+    helper.start()
+    try:
+        _await(lambda: all(_jobs_done(w, 8) for w in worlds))
+    finally:
+        stop.set()
+        helper.join()
+        scheduler.stop()
+    for world in worlds:
+        assert [r.reason for r in world.runs() if "lease" in (r.reason or "")] == []
+        assert sorted(r.job_key for r in world.runs()) == [f"job-{i}" for i in range(8)]
