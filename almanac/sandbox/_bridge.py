@@ -5,6 +5,8 @@ with ``[op, [args...]]``; the host replies ``{"v": value}`` or
 ``{"e": "message"}`` (thrown in the script as an ``Error``).  ``OPS`` is the
 complete list of what a script can ask the host for, derived from
 ``capabilities.REGISTRY``; a meta-test checks that every entry has a test.
+Each request is checked by its entry's ``check`` and served by the run's
+``effects.RunBuffer``: writes stay in it, reads go through it to the host.
 
 Parsing is linear and total: ``loads`` refuses NaN/Infinity and nesting
 deeper than Python's parser takes (a ValueError, never a RecursionError), so
@@ -20,6 +22,7 @@ from itertools import accumulate
 from typing import Any
 
 from .capabilities import BY_OP, Capabilities, CapabilityError, Capability
+from .effects import RunBuffer
 from .limits import Limits
 
 log = logging.getLogger("almanac.sandbox")
@@ -76,16 +79,20 @@ def dumps(value: Any) -> str:
 
 
 class Bridge:
-    """Serves one run's requests against that run's capabilities."""
+    """Serves one run's requests: checked here, buffered or forwarded by ``buffer``.
 
-    def __init__(self, caps: Capabilities, limits: Limits) -> None:
-        self.caps = caps
+    ``may`` (the request's) names the ops this run may call; None: all of ``OPS``.
+    """
+
+    def __init__(self, caps: Capabilities, limits: Limits, may: frozenset[str] | None = None) -> None:
+        self.buffer = RunBuffer(caps)
         self.limits = limits
+        self.ops = OPS if may is None else {op: c for op, c in OPS.items() if op in may}
 
     def handle(self, request: bytes) -> bytes:
         try:
             op, args = loads(request)
-            capability = OPS[op]
+            capability = self.ops[op]
             if not isinstance(args, list):
                 raise TypeError
         except (ValueError, TypeError, KeyError) as exc:
@@ -93,7 +100,7 @@ class Bridge:
             deep = isinstance(exc, NestedTooDeeply)
             return _reply(error="malformed request: nested too deeply" if deep else "malformed request")
         try:
-            value = getattr(self.caps, capability.method)(*capability.check(*args, self.limits.kv_value_bytes))
+            value = self.buffer.serve(capability, capability.check(*args, self.limits.kv_value_bytes))
         except CapabilityError as exc:
             return _reply(error=str(exc) or "capability error")
         except TypeError as exc:
