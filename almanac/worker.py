@@ -3,8 +3,8 @@
 `build_services()` is called by `almanac serve` (through the web app factory) and by
 `almanac worker`; nothing else constructs these parts. This is the one place where
 the platform meets the sandbox: `SandboxRunner` fills the platform's `Runner`
-protocol, and `_SandboxCaps` turns the platform's CapabilityError into the
-sandbox's (which becomes a JavaScript exception).
+protocol with it. Both speak the sandbox's one run contract (`RunRequest` in,
+`RunResult` out), so nothing is converted here.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ from typing import Any
 
 from almanac.db import Database
 from almanac.delivery.dispatcher import Dispatcher
-from almanac.platform import effects as platform_effects
 from almanac.platform.clock import Clock, SystemClock
 from almanac.platform.notify import Listener, Notifier
-from almanac.platform.runner import RunOutcome, broken
+from almanac.platform.runner import broken
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
 from almanac.platform.timer_leases import TenantLeases
-from almanac.sandbox.capabilities import ForwardingCapabilities
+from almanac.sandbox.contract import RunRequest, RunResult
 from almanac.settings import Settings
 
 log = logging.getLogger("almanac.worker")
@@ -58,19 +57,6 @@ class Services:
         if self.runner is not None and hasattr(self.runner, "close"):
             self.runner.close()
         self.db.dispose()
-
-
-class _SandboxCaps(ForwardingCapabilities):
-    """The platform's buffered capabilities, raising the sandbox's error class."""
-
-    def __init__(self, inner: platform_effects.RunEffects, error: type[Exception]) -> None:
-        self._inner, self._error = inner, error
-
-    def _call(self, name: str, *args: Any) -> Any:
-        try:
-            return getattr(self._inner, name)(*args)
-        except platform_effects.CapabilityError as exc:
-            raise self._error(str(exc)) from None
 
 
 class SandboxRunner:
@@ -155,33 +141,25 @@ class SandboxRunner:
                 self._sandbox = Sandbox(self._cache_dir)
             return self._sandbox
 
-    def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
-        from almanac.sandbox import CapabilityError, Limits
+    def run(self, request: RunRequest, caps: Any) -> RunResult:
+        return self._get().execute(request, caps)
 
-        result = self._get().run(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
-                                 _SandboxCaps(caps, CapabilityError))
-        return _outcome_of(result)
-
-    def submit(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any,
-               done: Callable[[RunOutcome], None]) -> None:
-        """Start a run; `done(outcome)` when it ends (the pool's thread, or one of ours in-process)."""
-        from almanac.sandbox import CapabilityError, Limits
-
+    def submit(self, request: RunRequest, caps: Any, done: Callable[[RunResult], None]) -> None:
+        """Start a run; `done(result)` when it ends (the pool's thread, or one of ours in-process)."""
         target = self._get()
         if not hasattr(target, "submit"):  # in-process: a thread waits on the run
-            self._threads().submit(self._run_then, done, source, event, timeout_ms, memory_mb, caps)
+            self._threads().submit(self._run_then, done, request, caps)
             return
-        target.submit(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
-                      _SandboxCaps(caps, CapabilityError), lambda result: done(_outcome_of(result)))
+        target.submit(request, caps, done)
 
-    def _run_then(self, done: Callable[[RunOutcome], None], *args: Any) -> None:
+    def _run_then(self, done: Callable[[RunResult], None], request: RunRequest, caps: Any) -> None:
         """On a thread: run, then always call back (the scheduler counts the run out until then)."""
         try:
-            outcome = self.run(*args)
+            result = self.run(request, caps)
         except Exception as exc:
             log.exception("worker.run_failed", extra={"event": "worker.run_failed"})
-            outcome = broken(exc)
-        done(outcome)
+            result = broken(exc)
+        done(result)
 
     def _threads(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -207,12 +185,6 @@ class SandboxRunner:
         for part in parts:
             if part is not None:
                 part.close()
-
-
-def _outcome_of(result: Any) -> RunOutcome:
-    logs = result.logs.splitlines() if isinstance(result.logs, str) else list(result.logs or [])
-    return RunOutcome(result.status, result.output, result.error, result.error_line, result.error_column,
-                      logs, result.duration_ms)
 
 
 PREPARE_TIMEOUT_S = 60.0  # past this the scheduler claims anyway; runs go in-process until the pool is up
