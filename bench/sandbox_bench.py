@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from almanac.sandbox import Limits, NullCapabilities, Sandbox, SandboxPool  # noqa: E402
+from almanac.sandbox import Limits, NullCapabilities, RunRequest, Sandbox, SandboxPool  # noqa: E402
 
 TRIVIAL = "export default (e) => e.n + 1"
 LOOP_BODY = "let s = 0; for (let i = 0; i < 1e6; i++) s += i;"
@@ -207,13 +207,13 @@ def submitted_runs(pool: SandboxPool, window: int, count: int = 6000) -> tuple[f
             if left[0] == 0:
                 finished.set()
         if more:
-            pool.submit(TRIVIAL, {"n": 1}, Limits(), NullCapabilities(), done)
+            pool.submit(RunRequest(TRIVIAL, {"n": 1}, Limits()), NullCapabilities(), done)
 
     before = time.process_time() + sum(cpu_seconds(p) for p in pids)
     started = time.monotonic()
     for _ in range(window):
         started_count[0] += 1
-        pool.submit(TRIVIAL, {"n": 1}, Limits(), NullCapabilities(), done)
+        pool.submit(RunRequest(TRIVIAL, {"n": 1}, Limits()), NullCapabilities(), done)
     finished.wait()
     elapsed = time.monotonic() - started
     after = time.process_time() + sum(cpu_seconds(p) for p in pids)

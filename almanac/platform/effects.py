@@ -77,7 +77,7 @@ def refusal(s: Session, effects: Effects, charged: list[int] | None) -> str | No
     use = charged if charged is not None else [*quotas.kv_use(s), quotas.use_pending_jobs(s)]
     keys, size, jobs = use
     if effects.kv:
-        old = dict(s.execute(select(KVT.c.key, quotas._octets(s, KVT.c.key) + quotas._octets(s, KVT.c.value))
+        old: dict[str, int] = dict(s.execute(select(KVT.c.key, quotas._octets(s, KVT.c.key) + quotas._octets(s, KVT.c.value))
                              .where(KVT.c.key.in_(list(effects.kv)))).all())
         for key, text in effects.kv.items():
             before = old.get(key)

@@ -23,7 +23,8 @@ _WHERE = {
     "SyntaxProblem": "runtime", "RunRequest": "contract", "RunResult": "contract", "Effects": "contract",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = ["Capabilities", "CapabilityError", "Effects", "InMemoryCapabilities", "Limits", "NullCapabilities",
+           "RunRequest", "RunResult", "Sandbox", "SandboxPool", "SyntaxProblem"]
 
 
 def __getattr__(name: str) -> Any:

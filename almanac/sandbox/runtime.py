@@ -30,7 +30,6 @@ import struct
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import wasmtime
 
