@@ -34,6 +34,11 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# Built once: json.loads/dumps with options build a new decoder/encoder per call (measurable per host call).
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_NULL_REPLY = b'{"v":null}'  # what every buffered write answers
+
 MAX_DEPTH = 256  # nesting a value may have: every process that parses it again has room to spare
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKET = re.compile(r"[\[\]{}]")
@@ -61,7 +66,7 @@ def loads(data: bytes | str) -> Any:
             data = data.decode("utf-8", "surrogatepass")
         if data.count("[") + data.count("{") > MAX_DEPTH and depth(data) > MAX_DEPTH:
             raise NestedTooDeeply("nested too deeply")
-        return json.loads(data, parse_constant=_no_constant)
+        return _DECODER.decode(data)
     except RecursionError:
         raise NestedTooDeeply("nested too deeply") from None
     except UnicodeDecodeError as exc:
@@ -71,7 +76,7 @@ def loads(data: bytes | str) -> Any:
 def dumps(value: Any) -> str:
     """The stored form: compact, non-ASCII kept, no NaN; ValueError if ``value`` cannot be."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return _ENCODER.encode(value)
     except RecursionError:
         raise NestedTooDeeply("nested too deeply") from None
     except TypeError as exc:
@@ -115,4 +120,6 @@ class Bridge:
 
 
 def _reply(value: Any = None, error: str | None = None) -> bytes:
+    if value is None and error is None:
+        return _NULL_REPLY
     return dumps({"e": error} if error is not None else {"v": value}).encode("utf-8", "surrogatepass")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from .. import jsonsafe
 from .contract import Effects
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 KV_KEY_MAX = 512  # characters of a kv key (and a kv.list prefix)
 TOPIC_MAX = 200
 JOB_KEY_MAX = 200
@@ -65,7 +66,8 @@ def _text(name: str, value: Any, most: int, allow_empty: bool = False) -> str:
 def stored(what: str, value: Any, limit: int | None = None) -> str:
     """The value's stored JSON text (``jsonsafe``'s rules); CapabilityError if it is not, or over ``limit``."""
     try:
-        text = jsonsafe.dumps(value, what)
+        jsonsafe.check(value, what)
+        text = _ENCODER.encode(value)  # jsonsafe.dumps's text, without building an encoder per call
     except jsonsafe.Unsafe as exc:
         raise CapabilityError(str(exc)) from None
     except (RecursionError, TypeError, ValueError):
