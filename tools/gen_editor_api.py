@@ -66,11 +66,14 @@ LIMITS = [
 
 
 def registry_names() -> list[str]:
-    """The JavaScript names of the methods of the `Capabilities` protocol, in the registry's order."""
+    """The JavaScript names of the registry's capabilities (`capabilities.REGISTRY`'s ops), in its order."""
     tree = ast.parse(REGISTRY.read_text(encoding="utf-8"))
-    protocol = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Capabilities")
-    methods = [node.name for node in protocol.body if isinstance(node, ast.FunctionDef)]
-    return ["almanac." + name.replace("_", ".", 1) for name in methods if not name.startswith("_")]
+    table = next(node for node in tree.body if isinstance(node, ast.AnnAssign)
+                 and isinstance(node.target, ast.Name) and node.target.id == "REGISTRY")
+    assert isinstance(table.value, ast.Tuple)
+    ops = [entry.args[0].value for entry in table.value.elts
+           if isinstance(entry, ast.Call) and entry.args and isinstance(entry.args[0], ast.Constant)]
+    return ["almanac." + op for op in ops]
 
 
 def build() -> dict:
