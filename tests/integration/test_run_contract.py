@@ -26,16 +26,16 @@ def _script(client: Any, source: str, name: str = "s") -> int:
     return answer.json()["id"]
 
 
-def _events(services: Any, tenant: str) -> list[str]:
+def _events(built: Any, tenant: str) -> list[str]:
     from sqlalchemy import select
 
     from almanac.platform.models import Event
 
-    with services.db.tenant_session(tenant) as s:
+    with built.db.tenant_session(tenant) as s:
         return list(s.execute(select(Event.data).where(Event.topic == "counted").order_by(Event.id)).scalars())
 
 
-def test_writes_apply_once_at_finish_and_not_at_all_when_the_run_fails(api: Any, services: Any) -> None:
+def test_writes_apply_once_at_finish_and_not_at_all_when_the_run_fails(api: Any, services: Any) -> None:  # noqa: F811
     admin = api("admin")
     sid = _script(admin, WRITER)
     failed = admin.post(f"/api/v1/scripts/{sid}/run", json={"payload": {"fail": True}}).json()
