@@ -3,8 +3,9 @@ tenant's secrets, and the redaction of their values from everything the run leav
 
 Composition, like `worker.py`: the platform knows nothing of HTTP or encryption, so the worker's
 `SandboxRunner` asks `Outbound.for_run` for a `RunOutbound` per run and routes the sandbox's
-`fetch` and `secrets.get` calls to it; once the run ends, `finish` redacts its outcome and
-fetch records (SPEC section 6: a secret's value never appears in a stored output, log or error).
+`fetch` and `secrets.get` calls to it; once the run ends, `finish` puts its fetch records on
+its result (`RunResult.http`) and redacts the result and those records (SPEC section 6: a
+secret's value never appears in a stored output, log, error or http record).
 
 Redaction uses the tenant's secrets as of this run: read fresh when the run called
 `secrets.get`, else from a per-process copy at most `SECRETS_TTL_S` old (a run that never read
@@ -22,6 +23,7 @@ from almanac.db import Database
 from almanac.egress import fetch as egress_fetch
 from almanac.egress import store as egress_store
 from almanac.egress.metrics import get_fetch_metrics
+from almanac.sandbox.contract import RunResult
 from almanac.settings import Settings
 from almanac.vault import keyring, store as vault_store
 from almanac.vault.redact import Redactor
@@ -98,13 +100,13 @@ class RunOutbound:
     def redactor(self) -> Redactor:
         return Redactor({**self._known, **(self._secrets or {})})
 
-    def finish(self, outcome: Any, effects: Any) -> Any:
-        """The outcome with secret values redacted; the run's fetch records, redacted, onto `effects.http`."""
+    def finish(self, result: RunResult) -> RunResult:
+        """The run's result with its fetch records (`http`), and secret values redacted from its
+        output, error, logs and those records."""
         redactor = self.redactor()
-        if hasattr(effects, "http"):
-            effects.http = redactor.value(self.records)
+        http = tuple(redactor.value(self.records))
         if not redactor:
-            return outcome
-        return replace(outcome, output=redactor.value(outcome.output),
-                       error=None if outcome.error is None else redactor.text(outcome.error),
-                       logs=[redactor.text(line) for line in outcome.logs])
+            return replace(result, http=http) if http else result
+        return replace(result, http=http, output=redactor.value(result.output),
+                       error=None if result.error is None else redactor.text(result.error),
+                       logs=tuple(redactor.text(line) for line in result.logs))

@@ -3,8 +3,10 @@
 `build_services()` is called by `almanac serve` (through the web app factory) and by
 `almanac worker`; nothing else constructs these parts. This is the one place where
 the platform meets the sandbox: `SandboxRunner` fills the platform's `Runner`
-protocol, and `_SandboxCaps` turns the platform's CapabilityError into the
-sandbox's (which becomes a JavaScript exception).
+protocol with it. Both speak the sandbox's one run contract (`RunRequest` in,
+`RunResult` out), so nothing is converted here: the run's remote calls for fetch and
+secrets go to its `RunOutbound` (`almanac.outbound`), which adds the run's fetch records
+(`RunResult.http`) to its result and redacts secret values from what is stored.
 """
 
 from __future__ import annotations
@@ -23,15 +25,15 @@ from almanac.db import Database
 from almanac.egress.fetch import FetchError
 from almanac.outbound import Outbound, RunOutbound
 from almanac.delivery.dispatcher import Dispatcher
-from almanac.platform import effects as platform_effects
 from almanac.platform.clock import Clock, SystemClock
 from almanac.platform.notify import Listener, Notifier
-from almanac.platform.runner import RunOutcome, broken
+from almanac.platform.runner import broken
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
 from almanac.platform.timer_leases import TenantLeases
 from almanac.retention import Pruner
-from almanac.sandbox.capabilities import ForwardingCapabilities
+from almanac.sandbox.capabilities import CapabilityError, ForwardingCapabilities
+from almanac.sandbox.contract import RunRequest, RunResult
 from almanac.settings import Settings
 
 log = logging.getLogger("almanac.worker")
@@ -64,11 +66,12 @@ class Services:
 
 
 class _SandboxCaps(ForwardingCapabilities):
-    """The platform's buffered capabilities, and the run's outbound reach, raising the sandbox's error class."""
+    """A run's remote calls: its tenant's reads (`effects.TenantReads`), and its outbound reach
+    (fetch, secrets), raising the sandbox's error class. Writes never come here: the sandbox
+    buffers them and hands them back with the run's result."""
 
-    def __init__(self, inner: platform_effects.RunEffects, error: type[Exception],
-                 outbound: RunOutbound | None = None) -> None:
-        self._inner, self._error, self._outbound = inner, error, outbound
+    def __init__(self, inner: Any, outbound: RunOutbound | None = None) -> None:
+        self._inner, self._outbound = inner, outbound
 
     def _call(self, name: str, *args: Any) -> Any:
         try:
@@ -78,8 +81,8 @@ class _SandboxCaps(ForwardingCapabilities):
                         FetchError("secrets: this runner has none", "refused")
                 return getattr(self._outbound, name)(*args)
             return getattr(self._inner, name)(*args)
-        except (platform_effects.CapabilityError, FetchError) as exc:
-            raise self._error(str(exc)) from None
+        except FetchError as exc:
+            raise CapabilityError(str(exc)) from None
 
 
 OUTBOUND_METHODS = ("fetch", "secrets_get")
@@ -177,47 +180,37 @@ class SandboxRunner:
                 self._sandbox = Sandbox(self._cache_dir)
             return self._sandbox
 
-    def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
-        from almanac.sandbox import Limits
-
-        wrapped, reach = self._caps(caps, timeout_ms)
-        result = self._get().run(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb), wrapped)
-        return self._finished(result, caps, reach)
+    def run(self, request: RunRequest, caps: Any) -> RunResult:
+        wrapped, reach = self._caps(caps, request.limits.timeout_ms)
+        return self._finished(self._get().execute(request, wrapped), reach)
 
     def _caps(self, caps: Any, timeout_ms: int) -> tuple[_SandboxCaps, RunOutbound | None]:
-        from almanac.sandbox import CapabilityError
-
         tenant = getattr(caps, "tenant", None)
         reach = self.outbound.for_run(tenant, timeout_ms) if self.outbound is not None and tenant else None
-        return _SandboxCaps(caps, CapabilityError, reach), reach
+        return _SandboxCaps(caps, reach), reach
 
     @staticmethod
-    def _finished(result: Any, caps: Any, reach: RunOutbound | None) -> RunOutcome:
-        """The sandbox's result as the platform's outcome, secret values redacted (and the fetch records)."""
-        outcome = _outcome_of(result)
-        return outcome if reach is None else reach.finish(outcome, caps)
+    def _finished(result: RunResult, reach: RunOutbound | None) -> RunResult:
+        """The sandbox's result with its fetch records, and secret values redacted from what is stored."""
+        return result if reach is None else reach.finish(result)
 
-    def submit(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any,
-               done: Callable[[RunOutcome], None]) -> None:
-        """Start a run; `done(outcome)` when it ends (the pool's thread, or one of ours in-process)."""
-        from almanac.sandbox import Limits
-
+    def submit(self, request: RunRequest, caps: Any, done: Callable[[RunResult], None]) -> None:
+        """Start a run; `done(result)` when it ends (the pool's thread, or one of ours in-process)."""
         target = self._get()
         if not hasattr(target, "submit"):  # in-process: a thread waits on the run
-            self._threads().submit(self._run_then, done, source, event, timeout_ms, memory_mb, caps)
+            self._threads().submit(self._run_then, done, request, caps)
             return
-        wrapped, reach = self._caps(caps, timeout_ms)
-        target.submit(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb), wrapped,
-                      lambda result: done(self._finished(result, caps, reach)))
+        wrapped, reach = self._caps(caps, request.limits.timeout_ms)
+        target.submit(request, wrapped, lambda result: done(self._finished(result, reach)))
 
-    def _run_then(self, done: Callable[[RunOutcome], None], *args: Any) -> None:
+    def _run_then(self, done: Callable[[RunResult], None], request: RunRequest, caps: Any) -> None:
         """On a thread: run, then always call back (the scheduler counts the run out until then)."""
         try:
-            outcome = self.run(*args)
+            result = self.run(request, caps)
         except Exception as exc:
             log.exception("worker.run_failed", extra={"event": "worker.run_failed"})
-            outcome = broken(exc)
-        done(outcome)
+            result = broken(exc)
+        done(result)
 
     def _threads(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -243,12 +236,6 @@ class SandboxRunner:
         for part in parts:
             if part is not None:
                 part.close()
-
-
-def _outcome_of(result: Any) -> RunOutcome:
-    logs = result.logs.splitlines() if isinstance(result.logs, str) else list(result.logs or [])
-    return RunOutcome(result.status, result.output, result.error, result.error_line, result.error_column,
-                      logs, result.duration_ms, getattr(result, "cpu_ms", None))
 
 
 PREPARE_TIMEOUT_S = 60.0  # past this the scheduler claims anyway; runs go in-process until the pool is up

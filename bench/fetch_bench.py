@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from almanac.egress import allowlist  # noqa: E402
 from almanac.egress.fetch import Fetcher, request_of  # noqa: E402
-from almanac.sandbox import InMemoryCapabilities, Limits, SandboxPool  # noqa: E402
+from almanac.sandbox import InMemoryCapabilities, Limits, RunRequest, SandboxPool  # noqa: E402
 from tests.support.httpservers import LocalServer  # noqa: E402
 
 RUNS = 150
@@ -74,7 +74,7 @@ def throughput(pool: SandboxPool, source: str, caps: InMemoryCapabilities) -> fl
     started = time.perf_counter()
     for _ in range(THROUGHPUT_RUNS):
         gate.acquire()
-        pool.submit(source, {}, Limits(timeout_ms=5000), caps, finished)
+        pool.submit(RunRequest(source, {}, Limits(timeout_ms=5000)), caps, finished)
     done.wait(300)
     return THROUGHPUT_RUNS / (time.perf_counter() - started)
 

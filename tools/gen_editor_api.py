@@ -45,7 +45,7 @@ CAPABILITY_TEXT: dict[str, tuple[str, str, str]] = {
 }
 # In SPEC section 6 but not (yet) in the host registry: listed so scripts written to the SPEC complete.
 SPEC_ONLY: dict[str, tuple[str, str, str]] = {}
-# Protocol methods that are globals of the script, not members of `almanac`.
+# Registry ops that are globals of the script, not members of `almanac`.
 GLOBAL_METHODS = {"fetch": "fetch"}
 CONSOLE = {name: ("(...values)", f"A log line{'' if name == 'log' else f' marked [{name}]'}.",
                   "Logs are capped at 64 KiB a run.") for name in ("log", "info", "warn", "error", "debug")}
@@ -67,12 +67,14 @@ LIMITS = [
 
 
 def registry_names() -> list[str]:
-    """The JavaScript names of the methods of the `Capabilities` protocol, in the registry's order."""
+    """The JavaScript names of the registry's capabilities (`capabilities.REGISTRY`'s ops), in its order."""
     tree = ast.parse(REGISTRY.read_text(encoding="utf-8"))
-    protocol = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Capabilities")
-    methods = [node.name for node in protocol.body if isinstance(node, ast.FunctionDef)]
-    return [GLOBAL_METHODS.get(name) or "almanac." + name.replace("_", ".", 1)
-            for name in methods if not name.startswith("_")]
+    table = next(node for node in tree.body if isinstance(node, ast.AnnAssign)
+                 and isinstance(node.target, ast.Name) and node.target.id == "REGISTRY")
+    assert isinstance(table.value, ast.Tuple)
+    ops = [entry.args[0].value for entry in table.value.elts
+           if isinstance(entry, ast.Call) and entry.args and isinstance(entry.args[0], ast.Constant)]
+    return [GLOBAL_METHODS.get(op) or "almanac." + op for op in ops]
 
 
 def build() -> dict:

@@ -12,8 +12,7 @@ from typing import Any
 
 from . import _poolworker
 from ._poolworker import dump
-from .capabilities import METHODS as CAP_METHODS
-from .capabilities import Capabilities, CapabilityError
+from .capabilities import REMOTE, Capabilities, CapabilityError
 
 log = logging.getLogger("almanac.sandbox")
 
@@ -103,8 +102,11 @@ def answer_capability(conn: Any, caps: Capabilities | None, method: Any, args: A
 
 
 def serve_capability(caps: Capabilities | None, method: Any, args: Any) -> bytes:
-    """Execute one of the worker's capability calls here, on the caller's ``caps``."""
-    if caps is None or method not in CAP_METHODS or not isinstance(args, list):
+    """Execute one of the worker's remote capability calls (reads) here, on the caller's ``caps``.
+
+    Writes never come here: they stay in the worker's buffer until the run's result.
+    """
+    if caps is None or method not in REMOTE or not isinstance(args, list):
         return dump(["x", "malformed request"])
     try:
         value = getattr(caps, method)(*args)

@@ -14,10 +14,11 @@ so threads cannot use two cores; processes can.
   runs are ticketed (running or in the socket); the rest wait in the parent.  Which job a worker is
   running, and since when, it writes into a slot of shared memory, so taking a
   ticket costs no message.
-* One reactor thread reads every worker's pipe: ``done``, and the worker's
-  capability calls, which are executed on
-  the caller's ``caps`` by a small thread pool, so ``caps`` never leaves this
-  process and a slow capability call does not stall the other workers.
+* One reactor thread reads every worker's pipe: ``done`` (the run's one
+  ``contract.RunResult``, its buffered writes included: a write costs no
+  message), and the worker's remote capability calls (reads), which are
+  executed on the caller's ``caps`` by a small thread pool, so ``caps`` never
+  leaves this process and a slow capability call does not stall the other workers.
   Messages are small JSON, never pickle; a script's source crosses once per
   worker (tickets name it by a token, and a worker fetches sources it lacks).
 * Waiting on the network: a capability that ``waits`` (``fetch``) runs on its own thread pool,
@@ -68,12 +69,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import _engine, _poolworker
+from ._pooljobs import Job, problem_from
 from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
 from ._poolspares import SparesMixin
-from ._poolworker import TICKET_HEAD, dump, result_from, ticket
+from ._poolworker import TICKET_HEAD, dump, ticket
 from .capabilities import WAITING_METHODS, Capabilities
+from .contract import RunRequest, RunResult
 from .limits import Limits
-from .runtime import CHECK_LIMITS, RunResult, SyntaxProblem
+from .runtime import CHECK_LIMITS, SyntaxProblem
 
 log = logging.getLogger("almanac.sandbox")
 
@@ -91,22 +94,6 @@ WATCH_MS = 100  # how often the reactor looks at the workers' slots while runs a
 MAX_MESSAGE = 64 * 1024 * 1024
 SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
 DEFAULT_SPARES = 32  # workers started beyond ``size`` while runs wait on the network
-
-
-class _Job:
-    __slots__ = ("id", "kind", "source", "event", "limits", "caps", "done", "state")
-
-    def __init__(self, job_id: int, kind: str, source: str, event: dict | None, limits: Limits,
-                 caps: Capabilities | None, done: Callable[[Any], None]) -> None:
-        self.id, self.kind, self.source, self.event = job_id, kind, source, event
-        self.limits, self.caps, self.done = limits, caps, done
-        self.state = "waiting"  # -> "ticketed" (in the socket or running: its worker's slot says which)
-
-    def ended(self, status: str, error: str, duration_ms: int = 0) -> Any:
-        """What the caller gets when the sandbox, not the script, ended the job."""
-        if self.kind == "check":
-            return SyntaxProblem("the sandbox could not check this script", 1, 1)
-        return RunResult(status, None, error, None, None, "", duration_ms)
 
 
 class SandboxPool(SparesMixin):
@@ -128,8 +115,8 @@ class SandboxPool(SparesMixin):
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(["__main__", _poolworker.__name__])
         self._lock = threading.Lock()
-        self._jobs: dict[int, _Job] = {}
-        self._waiting: deque[_Job] = deque()  # not yet ticketed
+        self._jobs: dict[int, Job] = {}
+        self._waiting: deque[Job] = deque()  # not yet ticketed
         self._out = 0  # ticketed jobs not yet ended: running, or waiting in the socket
         self._ids = itertools.count(1)
         self._tokens: OrderedDict[str, int] = OrderedDict()
@@ -165,22 +152,25 @@ class SandboxPool(SparesMixin):
 
     # --- the Sandbox API ------------------------------------------------------
 
-    def submit(self, source: str, event: dict, limits: Limits, caps: Capabilities,
-               done: Callable[[RunResult], None]) -> None:
+    def submit(self, request: RunRequest, caps: Capabilities, done: Callable[[RunResult], None]) -> None:
         """Queue a run; ``done(result)`` is called once, on the pool's thread, when it ends.
 
         Never raises for the script's sake; raises RuntimeError if the pool is closed.
         ``done`` must be quick and must not raise (it is logged and dropped if it does).
         """
-        self._enqueue("run", source, event, limits, caps, done)
+        self._enqueue("run", request, caps, done)
+
+    def execute(self, request: RunRequest, caps: Capabilities) -> RunResult:
+        """Run the request in a worker and wait for its result; never raises for the script's sake."""
+        return self._wait_for("run", request, caps)
 
     def run(self, source: str, event: dict, limits: Limits, caps: Capabilities) -> RunResult:
-        """Run the script's default export on ``event`` in a worker; never raises for the script's sake."""
-        return self._wait_for("run", source, event, limits, caps)
+        """``execute`` of the request these make (every capability allowed)."""
+        return self.execute(RunRequest(source, event, limits), caps)
 
     def check_syntax(self, source: str) -> SyntaxProblem | None:
         """Parse ``source`` as a module (in a worker) without running it."""
-        return self._wait_for("check", source, None, CHECK_LIMITS, None)
+        return self._wait_for("check", RunRequest(source, {}, CHECK_LIMITS, frozenset()), None)
 
     def worker_pids(self) -> list[int]:
         """Process ids of the workers now started."""
@@ -216,8 +206,7 @@ class SandboxPool(SparesMixin):
 
     # --- jobs -----------------------------------------------------------------
 
-    def _wait_for(self, kind: str, source: str, event: dict | None, limits: Limits,
-                  caps: Capabilities | None) -> Any:
+    def _wait_for(self, kind: str, request: RunRequest, caps: Capabilities | None) -> Any:
         answered = threading.Event()
         box: list[Any] = []
 
@@ -225,16 +214,16 @@ class SandboxPool(SparesMixin):
             box.append(result)
             answered.set()
 
-        self._enqueue(kind, source, event, limits, caps, done)
+        self._enqueue(kind, request, caps, done)
         answered.wait()
         return box[0]
 
-    def _enqueue(self, kind: str, source: str, event: dict | None, limits: Limits,
-                 caps: Capabilities | None, done: Callable[[Any], None]) -> None:
+    def _enqueue(self, kind: str, request: RunRequest, caps: Capabilities | None,
+                 done: Callable[[Any], None]) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("sandbox pool is closed")
-            job = _Job(next(self._ids), kind, source, event, limits, caps, done)
+            job = Job(next(self._ids), kind, request, caps, done)
             self._jobs[job.id] = job
             self._waiting.append(job)
             self._fill()  # from this thread: the reactor need not wake to hand it out
@@ -245,8 +234,7 @@ class SandboxPool(SparesMixin):
         while self._waiting and self._out < TICKETS_PER_WORKER * self.size + self._parked:
             job = self._waiting[0]
             try:
-                self._tickets_out.send(ticket(job.id, job.kind, self._token(job.source), job.limits,
-                                              job.event))
+                self._tickets_out.send(ticket(job.id, job.kind, self._token(job.request.source), job.request))
             except (BlockingIOError, OSError):
                 return  # the socket is full (or closing): the next done or submit tries again
             self._waiting.popleft().state = "ticketed"
@@ -262,7 +250,7 @@ class SandboxPool(SparesMixin):
             self._tokens.move_to_end(source)
         return token
 
-    def _take_back_tickets(self) -> list[_Job]:
+    def _take_back_tickets(self) -> list[Job]:
         """(Holding the lock, closing.) Empty the socket; the jobs its tickets named."""
         jobs = []
         while True:
@@ -274,7 +262,7 @@ class SandboxPool(SparesMixin):
             if job is not None:
                 jobs.append(job)
 
-    def _finish(self, job: _Job, result: Any) -> None:
+    def _finish(self, job: Job, result: Any) -> None:
         with self._lock:
             if self._jobs.pop(job.id, None) is None:
                 return  # already ended (a done racing a failure)
@@ -337,14 +325,14 @@ class SandboxPool(SparesMixin):
             if job is not None:
                 if kind != ("done" if job.kind == "run" else "checked") or job.state != "ticketed":
                     raise ValueError(kind)
-                self._finish(job, result_from(message[2]) if kind == "done" else _problem_from(message[2]))
+                self._finish(job, RunResult.from_wire(message[2]) if kind == "done" else problem_from(message[2]))
             with self._lock:
                 self._fill()
             return
         if job_id != worker.running()[0]:
             raise ValueError("a request for a job this worker is not running")
         if kind == "fetch":
-            reply = ["v", [job.source, job.event, vars(job.limits)]] if job is not None else ["x", "gone"]
+            reply = ["v", job.request.to_wire()] if job is not None else ["x", "gone"]
             worker.conn.send_bytes(dump(reply))
         elif kind == "cap":
             method, args = message[2], message[3]
@@ -409,7 +397,7 @@ class SandboxPool(SparesMixin):
                 job = self._jobs.get(job_id)
             if job is not None:
                 elapsed = int((time.monotonic() - started) * 1000)
-                self._finish(job, job.ended("timed_out", f"timed out after {job.limits.timeout_ms} ms", elapsed)
+                self._finish(job, job.ended("timed_out", f"timed out after {job.request.limits.timeout_ms} ms", elapsed)
                              if why == "hung" else job.ended("failed", "sandbox worker died", elapsed))
         elif worker.retiring is None:
             self._lost_idle_at = time.monotonic()  # it may have taken a ticket without saying so
@@ -533,8 +521,8 @@ def _close_open_pools() -> None:
         pool.close()
 
 
-def _job_timeout(job: _Job | None) -> float:
-    return (job.limits.timeout_ms / 1000 if job is not None else 0.0) + GRACE_S
+def _job_timeout(job: Job | None) -> float:
+    return (job.request.limits.timeout_ms / 1000 if job is not None else 0.0) + GRACE_S
 
 
 def _drain_pipe(fd: int) -> None:
@@ -543,9 +531,3 @@ def _drain_pipe(fd: int) -> None:
             pass
     except (BlockingIOError, OSError):
         pass
-
-
-def _problem_from(value: Any) -> SyntaxProblem | None:
-    if value is None:
-        return None
-    return SyntaxProblem(str(value["message"]), int(value["line"]), int(value["column"]))

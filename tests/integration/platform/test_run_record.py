@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from almanac.platform.runner import RunOutcome
+from almanac.sandbox.contract import RunRequest, RunResult
 from tests.integration.platform.scheduler_world import World
 
 
@@ -19,9 +19,9 @@ class MeasuringRunner:
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
 
-    def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
-        self.events.append(event)
-        return RunOutcome("succeeded", output={"ok": True}, duration_ms=9, cpu_ms=7)
+    def run(self, request: RunRequest, caps: Any) -> RunResult:
+        self.events.append(request.event)
+        return RunResult("succeeded", output={"ok": True}, duration_ms=9, cpu_ms=7)
 
     def check_syntax(self, source: str) -> None:
         return None

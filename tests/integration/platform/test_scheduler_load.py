@@ -17,8 +17,8 @@ from sqlalchemy import select
 from almanac.db import Database
 from almanac.platform.clock import SystemClock
 from almanac.platform.models import Job
-from almanac.platform.runner import FunctionRunner, RunOutcome
-from almanac.platform.store import Outcome
+from almanac.platform.runner import FunctionRunner
+from almanac.sandbox.contract import RunResult
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
 from tests.integration.platform.scheduler_world import EveryRules, World
@@ -55,7 +55,7 @@ def test_runs_waiting_for_a_slot_are_not_declared_dead_while_their_process_lives
         while not stop.is_set():
             now = clock.now()
             for claim in other.claim_due(world.tenant, now, 5).claims:
-                other.finish(claim, Outcome("succeeded", started_at=now), None, now)
+                other.finish(claim, RunResult("succeeded"), now, now)
             time.sleep(0.05)
 
     helper = threading.Thread(target=second_process, daemon=True)
@@ -121,8 +121,7 @@ def test_a_runs_recorded_start_is_when_its_script_started(world: World) -> None:
         def run(self, *args: object) -> object:
             raise AssertionError("the scheduler must use submit")
 
-        def submit(self, source: str, event: dict, timeout_ms: int, memory_mb: int, caps: object,
-                   done: Callable[[object], None]) -> None:
+        def submit(self, request: object, caps: object, done: Callable[[object], None]) -> None:
             handed.append(done)
 
     scheduler = Scheduler(world.store, Queueing(), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
@@ -131,7 +130,7 @@ def test_a_runs_recorded_start_is_when_its_script_started(world: World) -> None:
     scheduler._tick(world.tenant, handed_at)
     assert len(handed) == 1
     world.clock.advance(seconds=5)  # it waited 4.75 s in the runner's queue, then ran 250 ms
-    handed[0](RunOutcome("succeeded", duration_ms=250))
+    handed[0](RunResult("succeeded", duration_ms=250))
     scheduler._record([scheduler._finished.get_nowait()])
     (run,) = world.runs()
     assert run.status == "succeeded"

@@ -3,7 +3,7 @@
 import threading
 import time
 
-from almanac.sandbox import CapabilityError, InMemoryCapabilities, Limits, SandboxPool
+from almanac.sandbox import CapabilityError, InMemoryCapabilities, Limits, RunRequest, SandboxPool
 
 HANGING = "export default async () => (await fetch('https://slow.example/')).status"
 QUICK = "export default async (e) => e.n * 2"
@@ -22,7 +22,7 @@ def test_twenty_runs_waiting_on_a_hanging_server_do_not_hold_up_the_others(tmp_p
     all_quick = threading.Event()
     with SandboxPool(workers=2, cache_dir=tmp_path, spares=24) as pool:
         for _ in range(20):
-            pool.submit(HANGING, {}, Limits(timeout_ms=30_000), InMemoryCapabilities(fetcher=hang),
+            pool.submit(RunRequest(HANGING, {}, Limits(timeout_ms=30_000)), InMemoryCapabilities(fetcher=hang),
                         hung_done.append)
         for _ in range(20):
             assert waiting.acquire(timeout=60), "not every hanging run reached its fetch"
@@ -33,7 +33,7 @@ def test_twenty_runs_waiting_on_a_hanging_server_do_not_hold_up_the_others(tmp_p
                 all_quick.set()
 
         for n in range(40):
-            pool.submit(QUICK, {"n": n}, Limits(), InMemoryCapabilities(), quick)
+            pool.submit(RunRequest(QUICK, {"n": n}, Limits()), InMemoryCapabilities(), quick)
         assert all_quick.wait(60), f"only {len(quick_done)} of 40 quick runs ended"
         assert hung_done == []  # every hanging run still waits, and the others ran meanwhile
         assert sorted(r.output for r in quick_done) == [2 * n for n in range(40)]
@@ -57,7 +57,7 @@ def test_spares_leave_once_the_wait_is_over(tmp_path):
     with SandboxPool(workers=1, cache_dir=tmp_path, spares=4) as pool:
         done = []
         for _ in range(3):
-            pool.submit(HANGING, {}, Limits(timeout_ms=30_000), InMemoryCapabilities(fetcher=hang), done.append)
+            pool.submit(RunRequest(HANGING, {}, Limits(timeout_ms=30_000)), InMemoryCapabilities(fetcher=hang), done.append)
         for _ in range(3):
             assert started.acquire(timeout=60)
         assert len(pool.worker_pids()) >= 3  # each waiting run holds a worker: two of them are spares

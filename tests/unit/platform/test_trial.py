@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from almanac.platform.runner import FunctionRunner, RunOutcome
+from almanac.platform.runner import FunctionRunner
+from almanac.sandbox.contract import RunResult
 from almanac.platform.trial import trial_run
 
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=timezone.utc)
@@ -46,22 +47,23 @@ def _trial(payload: Any, runner: Any = None) -> Any:
 
 def test_a_trial_shows_what_it_would_change_and_applies_nothing():
     trial = _trial({"name": "Bo"})
-    assert trial.status == "succeeded" and trial.output == {"seen": 4, "scheduleId": 3}
+    assert trial.result.status == "succeeded" and trial.result.output == {"seen": 4, "scheduleId": 3}
     assert trial.events == [("greeted", {"name": "Bo"})]
     assert trial.kv_writes == {"seen": 5} and trial.kv_deletes == ["old"]
     assert [job.key for job in trial.jobs] == ["again"]
 
 
-def test_a_failed_trial_keeps_its_error_and_what_it_did():
+def test_a_failed_trial_keeps_its_error_and_shows_no_effects():
+    # The run contract: a run that does not succeed carries no effects (it would apply none).
     trial = _trial({"name": "Bo", "fail": True})
-    assert trial.status == "failed" and "asked to fail" in (trial.error or "")
-    assert trial.events == [("greeted", {"name": "Bo"})]
+    assert trial.result.status == "failed" and "asked to fail" in (trial.result.error or "")
+    assert trial.events == [] and trial.kv_writes == {} and trial.jobs == []
 
 
 def test_a_broken_runner_is_a_failed_trial_not_an_exception():
     class Broken:
-        def run(self, *args: Any) -> RunOutcome:
+        def run(self, *args: Any) -> RunResult:
             raise OSError("sandbox gone")
 
     trial = _trial({"name": "Bo"}, Broken())
-    assert trial.status == "failed" and "could not run the script" in (trial.error or "")
+    assert trial.result.status == "failed" and "could not run the script" in (trial.result.error or "")

@@ -79,18 +79,20 @@ def test_schedule_at_with_and_without_key(run, caps):
       await almanac.schedule.at('2026-12-01T09:00:00Z', {order: 7}, {key: 'recheck-7'}),
       await almanac.schedule.at('2026-12-02T09:00:00Z', null),
     ]""", caps=caps)
-    assert r.output[0] == {"key": "recheck-7", "run_at": "2026-12-01T09:00:00Z"}
+    assert r.output[0] == {"key": "recheck-7", "runAt": "2026-12-01T09:00:00Z"}
     assert set(caps.scheduled) == {"recheck-7", r.output[1]["key"]}
 
 
 @covers("emit", "schedule.at")
 def test_capability_error_becomes_a_js_error_with_its_message(run):
     class Picky(InMemoryCapabilities):
-        def schedule_at(self, when, payload, key):
-            raise CapabilityError(f"cannot parse time {when!r}")
+        def kv_get(self, key):
+            raise CapabilityError(f"cannot read {key!r}")
 
-    r = run("export default async () => { await almanac.schedule.at('soon', 1) }", caps=Picky())
-    assert (r.status, r.error, r.error_line) == ("failed", "Error: cannot parse time 'soon'", 1)
+    r = run("export default async () => { await almanac.schedule.at('soon', 1) }")
+    assert (r.status, r.error, r.error_line) == ("failed", "Error: schedule.at cannot read the date-time 'soon'", 1)
+    r = run("export default async () => { await almanac.kv.get('k') }", caps=Picky())
+    assert (r.status, r.error, r.error_line) == ("failed", "Error: cannot read 'k'", 1)
 
 
 def test_a_platform_bug_in_a_capability_does_not_escape(run):
@@ -113,7 +115,9 @@ def test_tenants_cannot_see_each_other(sandbox):
     tenant_a, tenant_b = InMemoryCapabilities(), InMemoryCapabilities()
     write = "export default async (e) => { await almanac.kv.set('secret', e.payload) }"
     read = "export default async () => [await almanac.kv.get('secret'), await almanac.kv.list('')]"
-    assert sandbox.run(write, {"payload": "a-only"}, Limits(), tenant_a).status == "succeeded"
+    written = sandbox.run(write, {"payload": "a-only"}, Limits(), tenant_a)
+    assert written.status == "succeeded"
+    tenant_a.apply(written.effects)
     assert sandbox.run(read, {}, Limits(), tenant_b).output == [None, []]
     assert sandbox.run(read, {}, Limits(), tenant_a).output == ["a-only", ["secret"]]
 
@@ -179,9 +183,15 @@ def test_exit_stops_the_run():
 
 
 def test_the_registry_is_the_protocol():
-    # The bridge's ops, the forwarding proxy and the pool's methods all derive from REGISTRY.
+    # The bridge's ops, the forwarding proxy and the pool's methods all derive from REGISTRY:
+    # remote entries are the host's protocol, writes are served by the run's own buffer.
+    from almanac.sandbox.capabilities import REMOTE
+    from almanac.sandbox.effects import RunBuffer
+
     protocol = {name for name in vars(Capabilities) if not name.startswith("_")}
-    assert {c.method for c in REGISTRY} == protocol == set(METHODS)
+    assert {c.method for c in REGISTRY if not c.writes} | {"allowance"} == protocol == set(REMOTE)
+    assert {c.method for c in REGISTRY} == set(METHODS)
+    assert all(callable(getattr(RunBuffer, c.method)) for c in REGISTRY if c.writes)
     assert set(_bridge.OPS) == {c.op for c in REGISTRY}
     assert all(callable(getattr(ForwardingCapabilities, name)) for name in protocol)
 
