@@ -158,7 +158,7 @@ def test_waiting_runs_of_several_tenants_keep_their_leases(
             now = clock.now()
             for world in worlds:
                 for claim in other.claim_due(world.tenant, now, 5).claims:
-                    other.finish(claim, Outcome("succeeded", started_at=now), None, now)
+                    other.finish(claim, RunResult("succeeded"), now, now)
             time.sleep(0.05)
 
     helper = threading.Thread(target=second_process, daemon=True)
