@@ -50,7 +50,7 @@ def list_secrets(session: TenantSession) -> SecretList:
     return SecretList(items=[SecretOut(**store.public(row)) for row in store.listing(session)])  # type: ignore[arg-type]
 
 
-@router.put("/{name}")
+@router.put("/{name}", responses={201: {"description": "Created", "model": SecretOut}})
 def put_secret(body: SecretIn, session: TenantSession, services: ServicesDep, principal: CurrentPrincipal,
                response: Response, name: str = Name) -> SecretOut:
     row, created = store.put(session, keyring.for_settings(services.settings), name, body.value,
