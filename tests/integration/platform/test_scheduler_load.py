@@ -36,6 +36,30 @@ def _jobs_done(world: World, count: int) -> bool:
         return list(s.execute(select(Job.state)).scalars()).count("done") >= count
 
 
+def _drain_beside_a_second_process(scheduler: Scheduler, other: SqlStore, clock: SystemClock,
+                                   tenants: list[str], done: Callable[[], bool]) -> None:
+    """Run `scheduler` until `done()`, while a second, live process takes over any lease that lapses."""
+    stop = threading.Event()
+
+    def second_process() -> None:
+        while not stop.is_set():
+            now = clock.now()
+            for tenant in tenants:
+                for claim in other.claim_due(tenant, now, 5).claims:
+                    other.finish(claim, RunResult("succeeded"), now, now)
+            time.sleep(0.05)
+
+    helper = threading.Thread(target=second_process, daemon=True)
+    scheduler.start()
+    helper.start()
+    try:
+        _await(done)
+    finally:
+        stop.set()
+        helper.join()
+        scheduler.stop()
+
+
 def test_runs_waiting_for_a_slot_are_not_declared_dead_while_their_process_lives(
         database: Database, make_tenant: Callable[..., str]) -> None:
     # Lease = 100 ms timeout + 1 s margin; one slot; each run takes 0.4 s, so claimed runs wait
@@ -49,24 +73,7 @@ def test_runs_waiting_for_a_slot_are_not_declared_dead_while_their_process_lives
         world.put_job(f"job-{i}", script, clock.now())
     scheduler = Scheduler(store, FunctionRunner(lambda *_: time.sleep(0.4)), clock, lambda: [world.tenant],
                           workers=1)
-    stop = threading.Event()
-
-    def second_process() -> None:
-        while not stop.is_set():
-            now = clock.now()
-            for claim in other.claim_due(world.tenant, now, 5).claims:
-                other.finish(claim, RunResult("succeeded"), now, now)
-            time.sleep(0.05)
-
-    helper = threading.Thread(target=second_process, daemon=True)
-    scheduler.start()
-    helper.start()
-    try:
-        _await(lambda: _jobs_done(world, 10))
-    finally:
-        stop.set()
-        helper.join()
-        scheduler.stop()
+    _drain_beside_a_second_process(scheduler, other, clock, [world.tenant], lambda: _jobs_done(world, 10))
     runs = world.runs()
     assert [r.reason for r in runs if "lease" in (r.reason or "")] == []
     assert sorted(r.job_key for r in runs) == sorted(f"job-{i}" for i in range(10))  # once each
@@ -151,25 +158,8 @@ def test_waiting_runs_of_several_tenants_keep_their_leases(
             world.put_job(f"job-{i}", script, clock.now())
     scheduler = Scheduler(store, FunctionRunner(lambda *_: time.sleep(0.4)), clock,
                           lambda: [w.tenant for w in worlds], workers=2)
-    stop = threading.Event()
-
-    def second_process() -> None:  # takes over any lease that lapses
-        while not stop.is_set():
-            now = clock.now()
-            for world in worlds:
-                for claim in other.claim_due(world.tenant, now, 5).claims:
-                    other.finish(claim, RunResult("succeeded"), now, now)
-            time.sleep(0.05)
-
-    helper = threading.Thread(target=second_process, daemon=True)
-    scheduler.start()
-    helper.start()
-    try:
-        _await(lambda: all(_jobs_done(w, 8) for w in worlds))
-    finally:
-        stop.set()
-        helper.join()
-        scheduler.stop()
+    _drain_beside_a_second_process(scheduler, other, clock, [w.tenant for w in worlds],
+                                   lambda: all(_jobs_done(w, 8) for w in worlds))
     for world in worlds:
         assert [r.reason for r in world.runs() if "lease" in (r.reason or "")] == []
         assert sorted(r.job_key for r in world.runs()) == [f"job-{i}" for i in range(8)]
