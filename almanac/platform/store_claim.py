@@ -38,6 +38,7 @@ from almanac.platform.models import (
 )
 from almanac.platform.store import Claim, ClaimBatch
 from almanac.platform.store_record import RELEASE_QUEUED
+from almanac.sandbox.contract import RunResult
 
 if TYPE_CHECKING:
     pass
@@ -123,11 +124,6 @@ class _Ended(NamedTuple):
     job_key: str | None
     attempt: int
     scheduled_for: datetime
-
-
-class _Failed(NamedTuple):
-    status: str
-    error: str
 
 
 class _Pending(NamedTuple):
@@ -281,7 +277,7 @@ class ClaimMixin:
             job = batch.jobs.get(row.job_id)
             failures.record_endings(s, [(_Ended(
                 run_id, row.id, row.schedule_id, job.key if job else None, row.attempt, row.scheduled_for),
-                _Failed("failed", reason))], now)
+                RunResult("failed", error=reason))], now)
         if row.schedule_id is not None:
             s.execute(RELEASE_QUEUED, {"b_ids": [row.schedule_id], "b_now": now})
         batch.recorded["lease_lapsed"] = batch.recorded.get("lease_lapsed", 0) + 1
