@@ -44,8 +44,8 @@ lint: install-dev
 # Two parts: the independent tests in parallel, then the few that assert how soon things happen
 # alone, so that a neighbour's load cannot make them late.
 test: install-dev lint
-	$(BIN)/pytest -q -n $(XDIST) -m "not timing" $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(BIN)/pytest -q -m timing $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS selected none of them
+	$(BIN)/pytest -q -n $(XDIST) -m "not timing" --durations=25 $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/pytest -q -m timing --durations=10 $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS selected none
 
 # Unit and integration tests on SQLite only: the quick loop while working.
 test-fast: install-dev

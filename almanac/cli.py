@@ -19,9 +19,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 tenant_app = typer.Typer(no_args_is_help=True, help="Tenants: create, list, quota.")
 user_app = typer.Typer(no_args_is_help=True, help="People in tenants.")
 token_app = typer.Typer(no_args_is_help=True, help="API tokens.")
+secrets_app = typer.Typer(no_args_is_help=True, help="Tenants' secrets at rest.")
 app.add_typer(tenant_app, name="tenant")
 app.add_typer(user_app, name="user")
 app.add_typer(token_app, name="token")
+app.add_typer(secrets_app, name="secrets")
 
 DEMO_SLUG, DEMO_EMAIL = "demo", "admin@demo.local"
 RoleOption = Annotated[str, typer.Option("--role", help="admin, editor or viewer")]
@@ -185,6 +187,49 @@ def tenant_quota(
         typer.echo(f"{name}\t{values['limit']}\tused {values['used']}")
 
 
+@tenant_app.command("retention")
+def tenant_retention(
+    slug: str,
+    days: Annotated[Optional[int], typer.Option(min=1, max=36_500, help="keep this many days of history")] = None,
+    default: Annotated[bool, typer.Option("--default", help="back to ALMANAC_RETENTION_DAYS")] = False,
+) -> None:
+    """Shows, or sets, how many days of a tenant's history (runs, events, deliveries) are kept."""
+    from almanac import retention
+    from almanac.tenants import registry
+
+    if days is not None and default:
+        raise CliError("give --days or --default, not both")
+    db = _database()
+    with db.shared_session() as session:
+        registry.get_tenant(session, slug)  # an unknown tenant is an error, before anything is written
+        if days is not None or default:
+            retention.set_retention_days(session, slug, days, SystemClock().now())
+        kept = retention.retention_days(session, slug, db.settings.retention_days)
+    typer.echo(f"{slug}	retention {kept} days")
+
+
+@app.command()
+def prune(
+    tenant: Annotated[Optional[str], typer.Option("--tenant", help="only this tenant")] = None,
+    batch: Annotated[Optional[int], typer.Option(min=1, max=10_000, help="rows per transaction "
+                                                 "[ALMANAC_PRUNE_BATCH]")] = None,
+) -> None:
+    """Prunes history past each tenant's retention now, in small batches (the server also does it periodically)."""
+    from almanac import retention
+    from almanac.tenants import registry
+
+    db = _database()
+    with db.shared_session() as session:
+        slugs = [t.slug for t in ([registry.get_tenant(session, tenant)] if tenant else registry.list_tenants(session))]
+    report = retention.prune(db, slugs, db.settings.retention_days, SystemClock().now(),
+                             batch=batch or db.settings.prune_batch)
+    for slug, done in report.items():
+        typer.echo(f"{slug}	runs {done.runs}	occurrences {done.occurrences}	events {done.events}"
+                   f"	deliveries {done.deliveries}")
+    if len(report) < len(slugs):
+        raise CliError(f"{len(slugs) - len(report)} tenant(s) failed; see the log")
+
+
 @user_app.command("add")
 def user_add(
     tenant: Annotated[str, typer.Option("--tenant")],
@@ -220,6 +265,24 @@ def token_create(
         token_id = token.id
     typer.echo(f"token {token_id} '{name}' ({role}) for {tenant}; it is shown only this once:")
     typer.echo(plaintext)
+
+
+@secrets_app.command("rotate-key")
+def secrets_rotate_key() -> None:
+    """Re-encrypts every tenant's secrets (and webhook signing secrets) under a new key (ALMANAC_SECRETS_KEY)."""
+    from sqlalchemy import Table
+
+    from almanac.delivery.models import Target
+    from almanac.tenants import registry
+    from almanac.vault import rotation
+
+    db = _database()
+    registry.migrate_all(db)  # every tenant has the secrets table before it is read
+    done = rotation.rotate(db, registry.list_slugs(db), targets_table=Target.__table__ if isinstance(
+        Target.__table__, Table) else None)
+    where = "ALMANAC_SECRETS_KEY's first key" if db.settings.secrets_key else f"{db.settings.var_dir}/secrets_key"
+    typer.echo(f"re-encrypted {done.secrets} secret(s) and {done.webhook_secrets} webhook signing secret(s) "
+               f"in {done.tenants} tenant(s) under {where}")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -32,6 +32,11 @@ class Settings(BaseSettings):
         description="SPEC section 1's signing key, generated once into `var_dir/secret_key` (mode 0600) on the "
                     "first `almanac serve` when unset; sessions now live on the server, so nothing signs with it "
                     "today; placeholders and keys under 16 characters are refused")
+    secrets_key: str | None = Field(
+        default=None,
+        description="Fernet key(s) that encrypt tenants' secrets and webhook signing secrets at rest, comma-separated "
+                    "(the first encrypts, all decrypt); unset, generated once into `var_dir/secrets_key` (mode 0600); "
+                    "`almanac secrets rotate-key` re-encrypts everything under a new key")
     log_level: str = Field(default="info", description="debug, info, warning, error or critical (JSON lines on stderr)")
     var_dir: Path = Field(
         default=Path("./var"),
@@ -58,6 +63,10 @@ class Settings(BaseSettings):
     sandbox_processes: int | None = Field(
         default=None, ge=0, le=64,
         description="sandbox worker processes; unset: one per core; 0 runs scripts in threads of this process")
+    sandbox_spare_workers: int = Field(
+        default=32, ge=0, le=256,
+        description="extra sandbox worker processes started while runs wait on `fetch`, so the pool keeps "
+                    "`sandbox_processes` workers running scripts (each waiting run parks its worker)")
     smtp_host: str = Field(default="127.0.0.1", description="outgoing e-mail server")
     smtp_port: int = Field(default=25, ge=1, le=65535, description="outgoing e-mail port")
     smtp_from: str = Field(default="almanac@localhost", description="sender of e-mail deliveries")
@@ -72,6 +81,18 @@ class Settings(BaseSettings):
         default=3600.0, gt=0, description="longest `Retry-After` a receiving server may ask for")
     delivery_poll_s: float = Field(
         default=1.0, gt=0, le=60, description="how often the dispatcher looks for due deliveries when not woken")
+
+    retention_days: int = Field(
+        default=30, ge=1, le=36_500,
+        description="days of history (runs, ended occurrences, events and their deliveries) kept per tenant "
+                    "before pruning (SPEC section 9); `almanac tenant retention SLUG --days N` overrides it per tenant")
+    prune_interval_s: float = Field(
+        default=600.0, gt=0, le=86_400,
+        description="how often `almanac serve` / `almanac worker` prune history past its retention "
+                    "(`almanac prune` does it at once)")
+    prune_batch: int = Field(
+        default=500, ge=1, le=10_000,
+        description="rows removed per pruning transaction: small, so that pruning never holds up claims")
 
     @field_validator("log_level")
     @classmethod

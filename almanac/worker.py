@@ -3,8 +3,10 @@
 `build_services()` is called by `almanac serve` (through the web app factory) and by
 `almanac worker`; nothing else constructs these parts. This is the one place where
 the platform meets the sandbox: `SandboxRunner` fills the platform's `Runner`
-protocol, and `_SandboxCaps` turns the platform's CapabilityError into the
-sandbox's (which becomes a JavaScript exception).
+protocol with it. Both speak the sandbox's one run contract (`RunRequest` in,
+`RunResult` out), so nothing is converted here: the run's remote calls for fetch and
+secrets go to its `RunOutbound` (`almanac.outbound`), which adds the run's fetch records
+(`RunResult.http`) to its result and redacts secret values from what is stored.
 """
 
 from __future__ import annotations
@@ -20,16 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from almanac.db import Database
+from almanac.egress.fetch import FetchError
+from almanac.outbound import Outbound, RunOutbound
 from almanac.delivery.dispatcher import Dispatcher
-from almanac.platform import effects as platform_effects
 from almanac.platform.clock import Clock, SystemClock
 from almanac.platform.notify import Listener, Notifier
-from almanac.platform.runner import RunOutcome, broken
+from almanac.platform.runner import broken
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
 from almanac.platform.timer_due import CrossTenantScheduler
 from almanac.platform.timer_leases import TenantLeases
-from almanac.sandbox.capabilities import ForwardingCapabilities
+from almanac.retention import Pruner
+from almanac.sandbox.capabilities import CapabilityError, ForwardingCapabilities
+from almanac.sandbox.contract import RunRequest, RunResult
 from almanac.settings import Settings
 
 log = logging.getLogger("almanac.worker")
@@ -62,16 +67,26 @@ class Services:
 
 
 class _SandboxCaps(ForwardingCapabilities):
-    """The platform's buffered capabilities, raising the sandbox's error class."""
+    """A run's remote calls: its tenant's reads (`effects.TenantReads`), and its outbound reach
+    (fetch, secrets), raising the sandbox's error class. Writes never come here: the sandbox
+    buffers them and hands them back with the run's result."""
 
-    def __init__(self, inner: platform_effects.RunEffects, error: type[Exception]) -> None:
-        self._inner, self._error = inner, error
+    def __init__(self, inner: Any, outbound: RunOutbound | None = None) -> None:
+        self._inner, self._outbound = inner, outbound
 
     def _call(self, name: str, *args: Any) -> Any:
         try:
+            if name in OUTBOUND_METHODS:
+                if self._outbound is None:
+                    raise FetchError("fetch: this runner has no network", "refused") if name == "fetch" else \
+                        FetchError("secrets: this runner has none", "refused")
+                return getattr(self._outbound, name)(*args)
             return getattr(self._inner, name)(*args)
-        except platform_effects.CapabilityError as exc:
-            raise self._error(str(exc)) from None
+        except FetchError as exc:
+            raise CapabilityError(str(exc)) from None
+
+
+OUTBOUND_METHODS = ("fetch", "secrets_get")
 
 
 class SandboxRunner:
@@ -82,8 +97,11 @@ class SandboxRunner:
     run in this process (`Sandbox`), where threads cannot use a second core.
     """
 
-    def __init__(self, cache_dir: Path | None, processes: int | None = None) -> None:
+    def __init__(self, cache_dir: Path | None, processes: int | None = None, outbound: Outbound | None = None,
+                 spares: int | None = None) -> None:
         self._cache_dir = cache_dir
+        self.outbound = outbound  # fetch and secrets; without it scripts' fetch rejects and secrets are null
+        self.spares = spares
         self.processes = sandbox_processes(processes)
         self._sandbox: Any = None  # in-process: the fallback, and the bridge while the pool starts
         self._pool: Any = None
@@ -128,11 +146,18 @@ class SandboxRunner:
             pool = self._pool
         return pool.worker_pids() if pool is not None else []
 
+    def worker_counts(self) -> dict[str, int]:
+        """The pool's workers alive, recycled and lost (all 0 before the pool starts, or in-process)."""
+        with self._lock:
+            pool = self._pool
+        return pool.worker_counts() if pool is not None else {"alive": 0, "recycled": 0, "lost": 0}
+
     def _start_pool(self) -> None:
         from almanac.sandbox import SandboxPool
 
         try:
-            pool = SandboxPool(workers=self.processes, cache_dir=self._cache_dir)
+            pool = SandboxPool(workers=self.processes, cache_dir=self._cache_dir,
+                               **({} if self.spares is None else {"spares": self.spares}))
         except Exception:
             log.exception("worker.sandbox_pool_failed", extra={"event": "worker.sandbox_pool_failed"})
             return  # scripts keep running in-process
@@ -156,33 +181,37 @@ class SandboxRunner:
                 self._sandbox = Sandbox(self._cache_dir)
             return self._sandbox
 
-    def run(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any) -> RunOutcome:
-        from almanac.sandbox import CapabilityError, Limits
+    def run(self, request: RunRequest, caps: Any) -> RunResult:
+        wrapped, reach = self._caps(caps, request.limits.timeout_ms)
+        return self._finished(self._get().execute(request, wrapped), reach)
 
-        result = self._get().run(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
-                                 _SandboxCaps(caps, CapabilityError))
-        return _outcome_of(result)
+    def _caps(self, caps: Any, timeout_ms: int) -> tuple[_SandboxCaps, RunOutbound | None]:
+        tenant = getattr(caps, "tenant", None)
+        reach = self.outbound.for_run(tenant, timeout_ms) if self.outbound is not None and tenant else None
+        return _SandboxCaps(caps, reach), reach
 
-    def submit(self, source: str, event: dict[str, Any], timeout_ms: int, memory_mb: int, caps: Any,
-               done: Callable[[RunOutcome], None]) -> None:
-        """Start a run; `done(outcome)` when it ends (the pool's thread, or one of ours in-process)."""
-        from almanac.sandbox import CapabilityError, Limits
+    @staticmethod
+    def _finished(result: RunResult, reach: RunOutbound | None) -> RunResult:
+        """The sandbox's result with its fetch records, and secret values redacted from what is stored."""
+        return result if reach is None else reach.finish(result)
 
+    def submit(self, request: RunRequest, caps: Any, done: Callable[[RunResult], None]) -> None:
+        """Start a run; `done(result)` when it ends (the pool's thread, or one of ours in-process)."""
         target = self._get()
         if not hasattr(target, "submit"):  # in-process: a thread waits on the run
-            self._threads().submit(self._run_then, done, source, event, timeout_ms, memory_mb, caps)
+            self._threads().submit(self._run_then, done, request, caps)
             return
-        target.submit(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb),
-                      _SandboxCaps(caps, CapabilityError), lambda result: done(_outcome_of(result)))
+        wrapped, reach = self._caps(caps, request.limits.timeout_ms)
+        target.submit(request, wrapped, lambda result: done(self._finished(result, reach)))
 
-    def _run_then(self, done: Callable[[RunOutcome], None], *args: Any) -> None:
+    def _run_then(self, done: Callable[[RunResult], None], request: RunRequest, caps: Any) -> None:
         """On a thread: run, then always call back (the scheduler counts the run out until then)."""
         try:
-            outcome = self.run(*args)
+            result = self.run(request, caps)
         except Exception as exc:
             log.exception("worker.run_failed", extra={"event": "worker.run_failed"})
-            outcome = broken(exc)
-        done(outcome)
+            result = broken(exc)
+        done(result)
 
     def _threads(self) -> ThreadPoolExecutor:
         with self._lock:
@@ -210,12 +239,6 @@ class SandboxRunner:
                 part.close()
 
 
-def _outcome_of(result: Any) -> RunOutcome:
-    logs = result.logs.splitlines() if isinstance(result.logs, str) else list(result.logs or [])
-    return RunOutcome(result.status, result.output, result.error, result.error_line, result.error_column,
-                      logs, result.duration_ms)
-
-
 PREPARE_TIMEOUT_S = 60.0  # past this the scheduler claims anyway; runs go in-process until the pool is up
 
 
@@ -235,8 +258,9 @@ class ScaledScheduler:
     Everything else (`tick`, `run_claim`, ...) is the timer's own.
     """
 
-    def __init__(self, timer: Scheduler, leases: TenantLeases, db: Database, dispatcher: Any = None) -> None:
-        self.timer, self.leases, self.dispatcher = timer, leases, dispatcher
+    def __init__(self, timer: Scheduler, leases: TenantLeases, db: Database, dispatcher: Any = None,
+                 pruner: Any = None) -> None:
+        self.timer, self.leases, self.dispatcher, self.pruner = timer, leases, dispatcher, pruner
         self.listener = Listener.for_database(db, self.wake, on_connect=self._wake_all)
 
     def start(self) -> None:
@@ -244,12 +268,16 @@ class ScaledScheduler:
         self.timer.start()
         if self.dispatcher is not None:
             self.dispatcher.start()  # delivers the events that runs commit
+        if self.pruner is not None:
+            self.pruner.start()  # history past its retention, in small batches
         if self.listener is not None:
             self.listener.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         if self.listener is not None:
             self.listener.stop()
+        if self.pruner is not None:
+            self.pruner.stop()
         if self.dispatcher is not None:
             self.dispatcher.stop()
         self.timer.stop(timeout)
@@ -277,7 +305,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     clock = clock or SystemClock()
     db = Database(settings)
     store = SqlStore(db, lease_margin_s=settings.lease_margin_s)
-    runner = runner or SandboxRunner(settings.var_dir / "cache", settings.sandbox_processes)
+    runner = runner or SandboxRunner(settings.var_dir / "cache", settings.sandbox_processes,
+                                     outbound=Outbound(db, settings), spares=settings.sandbox_spare_workers)
     in_flight = runner.runs_in_flight() if hasattr(runner, "runs_in_flight") else None
     holder: list[Scheduler] = []
     leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug),
@@ -292,9 +321,12 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     holder.append(timer)
     # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work.
     dispatcher = Dispatcher(db, clock, settings, leases.owned)
-    scheduler = ScaledScheduler(timer, leases, db, dispatcher)
+    # Pruning follows the timer's tenants too: each tenant's history is pruned by one process at a time.
+    pruner = Pruner(db, clock, leases.owned, settings.retention_days, settings.prune_interval_s,
+                    batch=settings.prune_batch)
+    scheduler = ScaledScheduler(timer, leases, db, dispatcher, pruner)
     return Services(settings=settings, db=db, clock=clock, scheduler=scheduler, runner=runner, store=store,
-                    extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher})
+                    extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher, "pruner": pruner})
 
 
 def run_worker(settings: Settings) -> None:

@@ -73,7 +73,7 @@ class SimPool:
         return 10 * self.processes
 
     def _work(self) -> None:
-        from almanac.platform.runner import RunOutcome
+        from almanac.sandbox.contract import RunResult
 
         while True:
             item = self._queue.get()
@@ -82,10 +82,10 @@ class SimPool:
             ms, done = item
             t0 = time.monotonic()
             time.sleep(ms / 1000)
-            done(RunOutcome("succeeded", output=1, duration_ms=max(1, int((time.monotonic() - t0) * 1000))))
+            done(RunResult("succeeded", output=1, duration_ms=max(1, int((time.monotonic() - t0) * 1000))))
 
-    def submit(self, source: str, event: dict, timeout_ms: int, memory_mb: int, caps: Any, done: Any) -> None:
-        self._queue.put((float(source.split("Date.now() + ")[1].split(";")[0]), done))
+    def submit(self, request: Any, caps: Any, done: Any) -> None:
+        self._queue.put((float(request.source.split("Date.now() + ")[1].split(";")[0]), done))
 
     def run(self, *args: Any) -> Any:
         raise AssertionError("the scheduler uses submit")

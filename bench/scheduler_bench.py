@@ -42,6 +42,7 @@ from collections import Counter
 import tempfile
 import threading
 import time
+from typing import Any
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -64,12 +65,12 @@ class NoopRunner:
     def runs_in_flight(self) -> int | None:
         return self.threads
 
-    def run(self, source: str, event: dict, timeout_ms: int, memory_mb: int, caps: object) -> object:
-        from almanac.platform.runner import RunOutcome
+    def run(self, request: Any, caps: object) -> object:
+        from almanac.sandbox.contract import RunResult
 
         if self.run_s:
             time.sleep(self.run_s)  # waits like a run thread on its sandbox process, using no CPU
-        return RunOutcome("succeeded", output=event["jobKey"])
+        return RunResult("succeeded", output=request.event["jobKey"])
 
     def check_syntax(self, source: str) -> None:
         return None

@@ -13,12 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from argon2 import PasswordHasher
 
 from almanac.db import Database
 from almanac.platform.clock import ManualClock
 from almanac.settings import Settings
-from almanac.tenants import auth, migrations, registry
+from almanac.tenants import auth, migrations, passwords, registry
 from tests.support.pg import PgServer
+
+# Argon2 at RFC 9106's cost takes 0.3-1 s per hash on a busy CI core and the suite makes hundreds of
+# accounts: tests in this process hash with the same algorithm at its lowest cost. Servers started
+# in subprocesses (acceptance, browser) keep the real cost, and test_security_primitives checks it.
+passwords._hasher = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
 
 # `make test-fast` narrows this to sqlite (ALMANAC_TEST_BACKENDS=sqlite).
 BACKENDS = os.environ.get("ALMANAC_TEST_BACKENDS", "sqlite,postgresql").split(",")

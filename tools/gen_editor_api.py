@@ -36,9 +36,6 @@ CAPABILITY_TEXT: dict[str, tuple[str, str, str]] = {
     "almanac.schedule.at": ("(when, payload, {key}) → Promise<{key, run_at}>",
                             "Upserts a one-off job of the same script: the check-again-later pattern.",
                             "when carries an offset or Z; a chain from one root job holds at most 100 jobs."),
-}
-# In SPEC section 6 but not (yet) in the host registry: listed so scripts written to the SPEC complete.
-SPEC_ONLY: dict[str, tuple[str, str, str]] = {
     "almanac.secrets.get": ("(name) → Promise<string | null>", "A secret's value (set by an admin), or null.",
                             "Its value never appears in output, logs or errors: it shows as [secret NAME]."),
     "fetch": ("(url, {method, headers, body}) → Promise<Response>",
@@ -46,6 +43,10 @@ SPEC_ONLY: dict[str, tuple[str, str, str]] = {
               "Only hosts on the egress allowlist; at most 20 requests a run; bodies at most 1 MiB each; "
               "at most 5 redirects; every request ends by the run's deadline."),
 }
+# In SPEC section 6 but not (yet) in the host registry: listed so scripts written to the SPEC complete.
+SPEC_ONLY: dict[str, tuple[str, str, str]] = {}
+# Registry ops that are globals of the script, not members of `almanac`.
+GLOBAL_METHODS = {"fetch": "fetch"}
 CONSOLE = {name: ("(...values)", f"A log line{'' if name == 'log' else f' marked [{name}]'}.",
                   "Logs are capped at 64 KiB a run.") for name in ("log", "info", "warn", "error", "debug")}
 EVENT_FIELDS = {
@@ -66,11 +67,14 @@ LIMITS = [
 
 
 def registry_names() -> list[str]:
-    """The JavaScript names of the methods of the `Capabilities` protocol, in the registry's order."""
+    """The JavaScript names of the registry's capabilities (`capabilities.REGISTRY`'s ops), in its order."""
     tree = ast.parse(REGISTRY.read_text(encoding="utf-8"))
-    protocol = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "Capabilities")
-    methods = [node.name for node in protocol.body if isinstance(node, ast.FunctionDef)]
-    return ["almanac." + name.replace("_", ".", 1) for name in methods if not name.startswith("_")]
+    table = next(node for node in tree.body if isinstance(node, ast.AnnAssign)
+                 and isinstance(node.target, ast.Name) and node.target.id == "REGISTRY")
+    assert isinstance(table.value, ast.Tuple)
+    ops = [entry.args[0].value for entry in table.value.elts
+           if isinstance(entry, ast.Call) and entry.args and isinstance(entry.args[0], ast.Constant)]
+    return [GLOBAL_METHODS.get(op) or "almanac." + op for op in ops]
 
 
 def build() -> dict:

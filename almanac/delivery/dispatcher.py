@@ -9,6 +9,7 @@ unique keys keep each attempt to one of them.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import threading
@@ -21,6 +22,7 @@ from almanac.delivery import fanout, store
 from almanac.delivery.policy import DeliveryConfig
 from almanac.delivery.metrics import get_delivery_metrics
 from almanac.delivery.sending import DefaultSender, Result, Sender
+from almanac.vault import keyring
 
 log = logging.getLogger("almanac.delivery")
 
@@ -101,7 +103,10 @@ class Dispatcher:
 
     def _send(self, item: store.Claimed) -> Result:
         try:
-            return self.sender.send(item.job)
+            job = item.job
+            if job.secret is not None and job.secret.startswith(keyring.PREFIX):  # stored encrypted
+                job = dataclasses.replace(job, secret=keyring.for_settings(self.settings).decrypt(job.secret))
+            return self.sender.send(job)
         except Exception as exc:  # a sender bug is recorded on the delivery, not lost with the thread
             log.exception("delivery.sender_crashed", extra={"event": "delivery.sender_crashed"})
             return Result(ok=False, latency_ms=0, error=f"internal error: {type(exc).__name__}")

@@ -42,7 +42,7 @@ class Target(TenantBase):
     name: Mapped[str] = mapped_column(String(NAME_MAX))
     url: Mapped[str | None] = mapped_column(String(2048))
     # Stored as is (no encryption library in the dependencies); shown to the admin only at creation.
-    secret: Mapped[str | None] = mapped_column(String(100))
+    secret: Mapped[str | None] = mapped_column(String(500))  # encrypted: almanac.vault.keyring
     recipients: Mapped[str | None] = mapped_column(Text)  # JSON list of addresses
     topics: Mapped[str] = mapped_column(Text)  # JSON list of patterns ("order.*", "*")
     subject_template: Mapped[str | None] = mapped_column(Text)

@@ -45,7 +45,8 @@ class DefaultSender:
     """Webhooks over HTTP(S) with the address guard; e-mail through the operator's SMTP server."""
 
     def __init__(self, cfg: DeliveryConfig, settings: Any, resolver: Any = None) -> None:
-        from almanac.delivery import email, netguard, webhook
+        from almanac.delivery import email, webhook
+        from almanac.egress import netguard
 
         self._webhook = webhook.WebhookSender(
             timeout_s=cfg.timeout_s, allow_private=settings.allow_private_targets,

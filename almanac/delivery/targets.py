@@ -14,7 +14,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from almanac.delivery import netguard, signing, templates
+from almanac.delivery import signing, templates
+from almanac.egress import netguard
+from almanac.vault.keyring import Keyring
 from almanac.delivery.models import EMAIL, KINDS, NAME_MAX, WEBHOOK, Target
 from almanac.errors import NotFound, ValidationError
 
@@ -82,7 +84,8 @@ def _apply(row: Target, fields: dict[str, Any], *, allow_private: bool) -> None:
         row.subject_template, row.body_template = subject, body
 
 
-def create(session: Session, fields: dict[str, Any], *, now: datetime, allow_private: bool) -> tuple[Target, str | None]:
+def create(session: Session, fields: dict[str, Any], *, now: datetime, allow_private: bool,
+           keyring: Keyring) -> tuple[Target, str | None]:
     """A new target; for a webhook also its signing secret, which is shown only now."""
     kind = fields.pop("kind")
     if kind not in KINDS:
@@ -95,7 +98,7 @@ def create(session: Session, fields: dict[str, Any], *, now: datetime, allow_pri
         fields.setdefault("subject_template", None)
     _apply(row, {k: v for k, v in fields.items() if v is not None}, allow_private=allow_private)
     secret = signing.new_secret() if kind == WEBHOOK else None
-    row.secret = secret
+    row.secret = None if secret is None else keyring.encrypt(secret)
     session.add(row)
     session.flush()
     return row, secret
@@ -116,13 +119,14 @@ def update(session: Session, target_id: int, fields: dict[str, Any], *, now: dat
     return row
 
 
-def rotate_secret(session: Session, target_id: int, *, now: datetime) -> tuple[Target, str]:
+def rotate_secret(session: Session, target_id: int, *, now: datetime, keyring: Keyring) -> tuple[Target, str]:
     row = get(session, target_id)
     if row.kind != WEBHOOK:
         raise ValidationError("Only webhook targets have a signing secret.")
-    row.secret, row.updated_at = signing.new_secret(), now
+    secret = signing.new_secret()
+    row.secret, row.updated_at = keyring.encrypt(secret), now
     session.flush()
-    return row, row.secret
+    return row, secret
 
 
 def delete(session: Session, target_id: int) -> None:

@@ -51,7 +51,7 @@ class DueEntry(SharedBase):
     """The cross-tenant due index (PostgreSQL): one row per occurrence of any tenant whose `due_at` is set.
 
     A mirror of `occurrences.due_at` (and `priority`) kept by a trigger on every tenant's
-    `occurrences` table (migrations s0005_due_index and t0011_due_index), so it changes in the
+    `occurrences` table (migrations s0007_due_index and t0014_due_index), so it changes in the
     very transaction that plans, claims, renews, finishes or cancels the occurrence, whichever
     code path writes it. Every process claims from it with one indexed query across all tenants
     (`store_due`), locking its rows `FOR UPDATE SKIP LOCKED`; the occurrences, runs and data stay

@@ -55,7 +55,8 @@ def _count_failure(s: Session, claim: Any, now: datetime) -> None:
     if sch is None or not sch.enabled or sch.pause_after_failures is None \
             or sch.failures_in_row < sch.pause_after_failures:
         return
-    reason = f"paused itself after {sch.failures_in_row} failed runs in a row (pause_after_failures)"
+    runs = "run" if sch.failures_in_row == 1 else "runs"
+    reason = f"paused itself after {sch.failures_in_row} failed {runs} in a row (pause_after_failures)"
     s.execute(update(S).where(S.c.id == sch.id).values(
         enabled=False, version=S.c.version + 1, paused_reason=reason, next_run_at=None, updated_at=now))
     s.execute(delete(O).where(O.c.schedule_id == sch.id, O.c.status.in_((PLANNED, QUEUED))))

@@ -7,9 +7,12 @@ building several schedulers in one process does not register names twice.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 _LOCK = threading.Lock()
 _BY_REGISTRY: dict[int, SchedulerMetrics] = {}
@@ -53,4 +56,44 @@ def get_metrics(registry: CollectorRegistry | None = None) -> SchedulerMetrics:
                 backlog=Gauge("almanac_due_backlog", "Occurrences due and not yet started", registry=registry),
             )
             _BY_REGISTRY[id(registry)] = found
+        return found
+
+
+WorkerCounts = Callable[[], dict[str, int]]  # {"alive", "recycled", "lost"}, as the sandbox pool reports them
+
+
+class SandboxWorkers(Collector):
+    """The sandbox pool's workers, read from the pool at scrape time (SPEC section 13).
+
+    The pool keeps plain counters (the sandbox imports nothing of almanac, nor prometheus);
+    whoever holds the runner points `source` at its `worker_counts`. No source: all zero.
+    """
+
+    def __init__(self) -> None:
+        self.source: WorkerCounts | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        counts = {"alive": 0, "recycled": 0, "lost": 0}
+        source = self.source
+        if source is not None:
+            counts.update(source())
+        yield GaugeMetricFamily("almanac_sandbox_workers_alive", "Sandbox worker processes alive in this "
+                                "process's pool", value=counts["alive"])
+        yield CounterMetricFamily("almanac_sandbox_workers_recycled", "Sandbox workers replaced after they "
+                                  "said why (a time or memory trap, their run limit)", value=counts["recycled"])
+        yield CounterMetricFamily("almanac_sandbox_workers_lost", "Sandbox workers that died or hung "
+                                  "without saying why, and were replaced", value=counts["lost"])
+
+
+_SANDBOX: dict[int, SandboxWorkers] = {}
+
+
+def sandbox_workers(registry: CollectorRegistry | None = None) -> SandboxWorkers:
+    """The registry's one sandbox-workers collector, registered on first use."""
+    registry = registry or REGISTRY
+    with _LOCK:
+        found = _SANDBOX.get(id(registry))
+        if found is None:
+            found = _SANDBOX[id(registry)] = SandboxWorkers()
+            registry.register(found)
         return found

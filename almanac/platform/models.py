@@ -29,6 +29,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -92,7 +93,10 @@ class Event(TenantBase):
     """The outbox of `almanac.emit`: written in the run's finishing transaction."""
 
     __tablename__ = "events"
-    __table_args__ = (Index("ix_events_run_id", "run_id"),)
+    __table_args__ = (
+        Index("ix_events_run_id", "run_id"),
+        Index("ix_events_created_at", "created_at"),  # retention finds the oldest first
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int | None] = mapped_column(Integer)
@@ -141,7 +145,8 @@ class Job(TenantBase):
     """A one-off delayed run, upserted by key (SPEC section 8)."""
 
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_script_id", "script_id"),)
+    # root_key: the chain limit counts every job of a chain at each planning, and the chain view lists them.
+    __table_args__ = (Index("ix_jobs_script_id", "script_id"), Index("ix_jobs_root_key", "root_key"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(NAME_MAX), unique=True)
@@ -170,6 +175,9 @@ class Occurrence(TenantBase):
         UniqueConstraint("job_id", "scheduled_for"),
         Index("ix_occurrences_due_at", "due_at"),
         Index("ix_occurrences_schedule_id_status", "schedule_id", "status"),
+        # Retention finds ended occurrences oldest first; partial, so planned ones (the claim's) never enter it.
+        Index("ix_occurrences_done_scheduled_for", "scheduled_for",
+              postgresql_where=text("status = 'done'"), sqlite_where=text("status = 'done'")),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -219,4 +227,10 @@ class Run(TenantBase):
     error_line: Mapped[int | None] = mapped_column(Integer)
     logs: Mapped[str | None] = mapped_column(Text)  # JSON list of lines
     duration_ms: Mapped[int | None] = mapped_column(Integer)
+    http: Mapped[str | None] = mapped_column(Text)  # JSON list of the run's fetches (no bodies)
     lease_token: Mapped[str | None] = mapped_column(String(32))
+    # What the run's page shows as given (SPEC section 9): the event as the script received it
+    # (JSON text; NULL for runs recorded before it was kept, or never started), and the CPU
+    # time of its sandbox thread (NULL when the runner does not measure it).
+    event: Mapped[str | None] = mapped_column(Text)
+    cpu_ms: Mapped[int | None] = mapped_column(Integer)

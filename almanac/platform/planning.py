@@ -101,10 +101,12 @@ def plan_next(session: Session, schedule: Any, after: datetime, now: datetime, r
     return when
 
 
-def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: datetime, rules: Rules) -> None:
+def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: datetime,
+                   rules: Rules) -> list[datetime | None]:
     """`plan_next` for many schedules: one INSERT ... ON CONFLICT DO NOTHING and one UPDATE, each an executemany.
 
-    Applied in order, so a schedule planned twice ends with the last one's next_run_at.
+    Applied in order, so a schedule planned twice ends with the last one's next_run_at. Answers each
+    plan's next time, in order.
     """
     rows, nexts = [], []
     for schedule, after in plans:
@@ -118,6 +120,7 @@ def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: dat
     if rows:
         _insert_ignore_many(conn.dialect.name).executemany(conn, rows)
     _SET_NEXT_RUN.executemany(conn, nexts)
+    return [row["b_next"] for row in nexts]
 
 
 _SET_NEXT_RUN = Bulk(update(S).where(S.c.id == bindparam("b_id")).values(next_run_at=bindparam("b_next")))
@@ -154,18 +157,27 @@ def trigger_now(session: Session, schedule: Schedule, now: datetime) -> None:
     ))
 
 
+class LookUp:
+    """`upsert_job(existing=LookUp)` (the default): look the job up by key, locked."""
+
+
 def upsert_job(
     session: Session, key: str, fields: dict[str, Any], *, now: datetime,
     depth: int = 0, root_key: str | None = None, created_by_run_id: int | None = None,
+    existing: Job | None | type[LookUp] = LookUp,
 ) -> Job:
     """Create or replace the job with this key (SPEC section 8).
 
     `fields` holds script_id, run_at, payload (JSON text), expire_after_s,
     max_attempts, priority. A new run_at replaces the planned occurrence; the
     same run_at after the job ran plans nothing (the unique key on (job,
-    time) keeps a job from running twice for one time).
+    time) keeps a job from running twice for one time). A caller that already holds the job's row
+    (locked FOR UPDATE, or None for no such job) passes it as `existing`.
     """
-    job = session.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
+    if existing is LookUp:
+        existing = session.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
+    job = existing if isinstance(existing, Job) else None
+    fresh = job is None
     if job is None:
         job = Job(key=key, state=JOB_PENDING, created_at=now, **fields)
         session.add(job)
@@ -178,12 +190,57 @@ def upsert_job(
     job.depth, job.created_by_run_id, job.updated_at = depth, created_by_run_id, now
     session.flush()
     if changed:
-        session.execute(delete(O).where(O.c.job_id == job.id, O.c.status.in_((PLANNED, QUEUED))))
+        if not fresh:  # a new job has nothing planned to drop
+            session.execute(delete(O).where(O.c.job_id == job.id, O.c.status.in_((PLANNED, QUEUED))))
         added = insert_ignore(session, O, occurrence_values(now, job.run_at, job.priority, "job", job_id=job.id))
         job.state = JOB_PENDING if added else JOB_DONE
     else:
         session.execute(update(O).where(O.c.job_id == job.id, O.c.status == PLANNED).values(priority=job.priority))
     return job
+
+
+def plan_jobs(session: Session, jobs: list[Any], now: datetime, *, fresh: bool = False) -> set[int]:
+    """`upsert_job`'s planning for many jobs with a new `run_at` (the batch API): drop what was planned,
+    plan the new time; a job that already ran at that time (the unique key) is done. One DELETE and one
+    INSERT ... ON CONFLICT DO NOTHING for all of them; `fresh`: new jobs, nothing to drop. The ids of
+    the jobs planned; each object's `state` is set to match."""
+    if not jobs:
+        return set()
+    ids = [job.id for job in jobs]
+    rows = [occurrence_values(now, job.run_at, job.priority, "job", job_id=job.id) for job in jobs]
+    conn = session.connection()
+    if fresh:  # new jobs: nothing to drop, nothing to clash with; one pipelined executemany
+        _insert_job_occurrences(conn.dialect.name).executemany(
+            conn, [{"b_" + name: value for name, value in row.items()} for row in rows])
+        added = set(ids)
+    else:
+        session.execute(delete(Occurrence).where(Occurrence.job_id.in_(ids),
+                                                 Occurrence.status.in_((PLANNED, QUEUED))))
+        insert = upsert_insert(conn.dialect.name)
+        added = set(session.execute(insert(O).values(rows).on_conflict_do_nothing()
+                                    .returning(O.c.job_id)).scalars())
+    for job in jobs:
+        job.state = JOB_PENDING if job.id in added else JOB_DONE
+    return added
+
+
+@lru_cache(maxsize=2)
+def _insert_job_occurrences(dialect: str) -> Bulk:
+    names = ("scheduled_for", "due_at", "priority", "trigger", "status", "attempt", "created_at", "job_id")
+    return Bulk(upsert_insert(dialect)(O).values({name: bindparam("b_" + name) for name in names})
+                .on_conflict_do_nothing())
+
+
+def reprioritise_jobs(session: Session, jobs: list[Any]) -> None:
+    """`upsert_job` without a new time, for many jobs: the planned occurrence takes the job's priority."""
+    if jobs:
+        conn = session.connection()
+        _SET_JOB_PRIORITY.executemany(conn, [{"b_job": job.id, "b_priority": job.priority} for job in jobs])
+
+
+_SET_JOB_PRIORITY = Bulk(update(Occurrence).where(Occurrence.job_id == bindparam("b_job"),
+                                                  Occurrence.status == PLANNED)
+                         .values(priority=bindparam("b_priority")))
 
 
 def cancel_job(session: Session, job: Job, now: datetime) -> None:

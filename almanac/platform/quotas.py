@@ -54,6 +54,8 @@ class TenantQuota(SharedBase):
     pending_jobs: Mapped[int | None] = mapped_column(Integer, nullable=True)
     runs_per_day: Mapped[int | None] = mapped_column(Integer, nullable=True)
     cpu_seconds_per_day: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # History retention in days (NULL: Settings.retention_days); almanac.retention reads and sets it.
+    retention_days: Mapped[int | None] = mapped_column(Integer, nullable=True)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 

@@ -230,13 +230,14 @@ def list_schedules(s: Session) -> list[Schedule]:
 
 def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tuple[Job, bool]:
     get_script(s, fields["script_id"])
-    existing = s.execute(select(Job.state).where(Job.key == key)).first()
+    # Locked now, once: upsert_job takes the row as it is (one lookup a PUT, not two).
+    existing = s.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
     if existing is None or existing.state != JOB_PENDING:  # a new pending job (replacing one is free)
         quotas.check_pending_jobs(s, quotas.of(s))
     existed = existing is not None
     values = dict(fields, payload=dumps(fields.get("payload")))
     try:
-        job = planning.upsert_job(s, key, values, now=now)
+        job = planning.upsert_job(s, key, values, now=now, existing=existing)
     except IntegrityError:
         raise Conflict(f"The job {key!r} was created by another request at the same time; retry.") from None
     return job, not existed

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from almanac.platform.policies import Policy
+from almanac.sandbox.contract import RunResult
 
 
 @dataclass(frozen=True)
@@ -63,21 +64,6 @@ class Claim:
         }
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """How an attempt ended, as recorded on its run."""
-
-    status: str  # succeeded | failed | timed_out | memory_exceeded
-    started_at: datetime
-    output: Any = None
-    error: str | None = None
-    error_line: int | None = None
-    logs: list[str] = field(default_factory=list)
-    duration_ms: int = 0
-    reason: str | None = None
-    retry: bool = True  # False: not retried whatever the policy (a platform limit, a result that cannot be stored)
-
-
 @dataclass
 class ClaimBatch:
     claims: list[Claim]
@@ -108,17 +94,22 @@ class Store(Protocol):
         the timer needs no further transaction to know when to look again.
         """
 
-    def finish(self, claim: Claim, outcome: Outcome, effects: Any, now: datetime) -> bool:
-        """Record how the attempt ended, in one transaction, fenced by the lease token.
+    def finish(self, claim: Claim, result: RunResult, started: datetime, now: datetime) -> bool:
+        """Record how the attempt ended (its script started at `started`), in one transaction, fenced by the lease token.
+
+        The run's row keeps the result's `event` (what the script was given), `cpu_ms` and
+        `http` (its fetches) beside its status, output, error and logs.
 
         Applies only if the occurrence still holds `claim.lease_token` (else
-        returns False and changes nothing). On success the buffered effects
-        (kv writes, events, job upserts) are applied in the same transaction; a
-        retryable failure with attempts left replans the occurrence at the
-        backoff time. Occurrences queued behind this one become due.
+        returns False and changes nothing). On success the result's buffered
+        effects (kv writes, events, job upserts) are applied in the same
+        transaction, once their quotas are checked again there (a run over a
+        quota is recorded `failed` with the quota's message, applies nothing and
+        is not retried); a retryable failure with attempts left replans the
+        occurrence at the backoff time. Occurrences queued behind this one become due.
         """
 
-    def finish_many(self, items: Sequence[tuple[Claim, Outcome, Any, datetime]]) -> list[bool]:
+    def finish_many(self, items: Sequence[tuple[Claim, RunResult, datetime, datetime]]) -> list[bool]:
         """`finish` for several attempts of one tenant, in one transaction; True for each that applied.
 
         Each attempt is fenced by its own lease token exactly as in `finish`: a fenced
@@ -134,7 +125,8 @@ class Store(Protocol):
         their `due_at`, now end later. Waiting is not dying (SPEC section 11).
         """
 
-    def finish_unrecordable(self, claim: Claim, outcome: Outcome, problem: Exception, now: datetime) -> bool:
+    def finish_unrecordable(self, claim: Claim, result: RunResult, started: datetime, problem: Exception,
+                            now: datetime) -> bool:
         """`finish` for an attempt whose record failed: end it `failed`, with why, and nothing else.
 
         Keeps only what surely stores (status, times, the error text with anything

@@ -30,7 +30,7 @@ from sqlalchemy import bindparam, delete, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from almanac.db import insert_ignore
-from almanac.platform import planning, policies, quotas
+from almanac.platform import failures, planning, policies, quotas
 from almanac.platform.bulk import Bulk
 from almanac.platform.models import (
     DONE, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, RUNNING,
@@ -38,6 +38,7 @@ from almanac.platform.models import (
 )
 from almanac.platform.store import Claim, ClaimBatch
 from almanac.platform.store_record import RELEASE_QUEUED
+from almanac.sandbox.contract import RunResult
 
 if TYPE_CHECKING:
     pass
@@ -112,6 +113,17 @@ class _Script:
     memory_mb: int
     version: int
     source: str
+
+
+class _Ended(NamedTuple):
+    """What `failures.record_endings` reads of an attempt that ended without a result (its lease lapsed)."""
+
+    run_id: int | None
+    occurrence_id: int
+    schedule_id: int | None
+    job_key: str | None
+    attempt: int
+    scheduled_for: datetime
 
 
 class _Pending(NamedTuple):
@@ -260,10 +272,17 @@ class ClaimMixin:
             return None
         batch.running.get(row.schedule_id, {}).pop(row.id, None)
         reason = "its lease lapsed: the process running it stopped" + (", retried" if retry else "")
-        s.execute(update(R).where(R.c.occurrence_id == row.id, R.c.attempt == row.attempt,
-                                  R.c.status == RUNNING).values(status="failed", reason=reason, finished_at=now))
-        if not retry and row.job_id is not None:
-            s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(state=JOB_DONE))
+        run_id = s.execute(update(R).where(R.c.occurrence_id == row.id, R.c.attempt == row.attempt,
+                                           R.c.status == RUNNING).values(
+            status="failed", reason=reason, finished_at=now).returning(R.c.id)).scalar()
+        if not retry:
+            if row.job_id is not None:
+                s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(state=JOB_DONE))
+            # A process that died mid-run failed the run as surely as a throw (SPEC section 7).
+            job = batch.jobs.get(row.job_id)
+            failures.record_endings(s, [(_Ended(
+                run_id, row.id, row.schedule_id, job.key if job else None, row.attempt, row.scheduled_for),
+                RunResult("failed", error=reason))], now)
         if row.schedule_id is not None:
             s.execute(RELEASE_QUEUED, {"b_ids": [row.schedule_id], "b_now": now})
         batch.recorded["lease_lapsed"] = batch.recorded.get("lease_lapsed", 0) + 1

@@ -1,7 +1,7 @@
 """The cross-tenant claim of `SqlStore` (PostgreSQL): due work of every tenant found with one indexed query.
 
 `due_index` (shared schema) mirrors each tenant's `occurrences.due_at`, kept by a trigger
-in the transaction that writes the occurrence (migrations s0005 / t0011). One claim
+in the transaction that writes the occurrence (migrations s0007 / t0014). One claim
 transaction, on one connection:
 
 1. picks up to `limit` due rows of the index, fairly between tenants, and locks them

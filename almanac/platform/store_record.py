@@ -2,8 +2,10 @@
 
 `finish_many` records many attempts of one tenant in one transaction. An
 attempt's record applies only while its occurrence still holds the attempt's
-lease token; its effects (kv writes, events, `schedule.at` upserts) are applied
-only if it succeeded and that fence held.
+lease token; its effects (kv writes, events, `schedule.at` upserts, carried by
+its `RunResult`) are applied only if it succeeded, that fence held and the
+tenant's quotas, checked again here exactly (`effects.refusal`), still allow them;
+past a quota the run is recorded `failed` with the quota's message instead.
 
 The common case, every attempt still holding its lease and done for good, costs
 three executemany statements (driver executemany, `bulk.Bulk`) for the whole batch: release the occurrences (each
@@ -18,26 +20,26 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, delete, null, select, update
+from sqlalchemy import Table, bindparam, null, select, update
 from sqlalchemy.orm import Session
 
-from almanac.db import upsert_insert
-from almanac.platform import failures, planning, policies
+from almanac.platform import effects as run_effects
+from almanac.platform import failures, policies
 from almanac.platform.bulk import Bulk
-from almanac.platform.effects import RunEffects
-from almanac.platform.models import (
-    DONE, JOB_DONE, JOB_PENDING, KV, PLANNED, QUEUED, RUNNING, Event, Job, Occurrence, Run,
-)
-from almanac.platform.store import Claim, Outcome
+from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, RUNNING, Job, Occurrence, Run
+from almanac.platform.runner import retried
+from almanac.platform.store import Claim
+from almanac.sandbox.contract import NO_EFFECTS, RunResult
 
 log = logging.getLogger("almanac.scheduler")
 
-Finish = tuple[Claim, Outcome, "RunEffects | None", datetime]  # what finish_many records, per attempt
+Finish = tuple[Claim, RunResult, datetime, datetime]  # what finish_many records, per attempt: started, now
 
-O, R, J, KVT, EV = (cast(Table, m.__table__) for m in (Occurrence, Run, Job, KV, Event))  # Core tables, typed so
+O, R, J = (cast(Table, m.__table__) for m in (Occurrence, Run, Job))  # Core tables, typed so
 
 ENDINGS = {
     "succeeded": "the script returned",
@@ -55,6 +57,8 @@ _FINISH_RUN = Bulk(update(R).where(R.c.id == bindparam("b_id"), R.c.lease_token 
     status=bindparam("b_status"), reason=bindparam("b_reason"), started_at=bindparam("b_started"),
     finished_at=bindparam("b_finished"), output=bindparam("b_output"), error=bindparam("b_error"),
     error_line=bindparam("b_error_line"), logs=bindparam("b_logs"), duration_ms=bindparam("b_duration"),
+    event=bindparam("b_event"), cpu_ms=bindparam("b_cpu"),
+    http=bindparam("b_http"),
 ))
 _FINISH_JOB = Bulk(update(J).where(
     J.c.id == bindparam("b_id"), J.c.state == JOB_PENDING, J.c.run_at == bindparam("b_run_at"),
@@ -90,8 +94,8 @@ class RecordMixin:
     is_postgres: bool
     lease_margin_s: float
 
-    def finish(self, claim: Claim, outcome: Outcome, effects: RunEffects | None, now: datetime) -> bool:
-        return self.finish_many([(claim, outcome, effects, now)])[0]
+    def finish(self, claim: Claim, result: RunResult, started: datetime, now: datetime) -> bool:
+        return self.finish_many([(claim, result, started, now)])[0]
 
     def finish_many(self, items: Sequence[Finish]) -> list[bool]:
         """`finish` for many attempts of one tenant, in one transaction; each fenced by its own token.
@@ -134,19 +138,21 @@ class RecordMixin:
             current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in claims]}).all())
         return {c.run_id for c in claims if current.get(c.occurrence_id) != c.lease_token}
 
-    def finish_unrecordable(self, claim: Claim, outcome: Outcome, problem: Exception, now: datetime) -> bool:
-        error = None if outcome.error is None else valid_text(outcome.error)[:ERROR_MAX]
+    def finish_unrecordable(self, claim: Claim, result: RunResult, started: datetime, problem: Exception,
+                            now: datetime) -> bool:
+        error = None if result.error is None else valid_text(result.error)[:ERROR_MAX]
         reason = f"its result could not be recorded ({type(problem).__name__}); ended failed, not retried"
-        plain = Outcome(status="failed", started_at=outcome.started_at, error=error, error_line=outcome.error_line,
-                        duration_ms=outcome.duration_ms, reason=reason, retry=False)
+        plain = RunResult("failed", error=error, error_line=result.error_line, duration_ms=result.duration_ms,
+                          refused="its result could not be recorded", reason=reason,
+                          cpu_ms=result.cpu_ms, event=result.event)
         log.error("run.unrecordable", extra={"event": "run.unrecordable", "run_id": claim.run_id,
                                              "problem": type(problem).__name__})
-        return self.finish(claim, plain, None, now)
+        return self.finish(claim, plain, started, now)
 
     def _finish_batch(self, s: Session, items: Sequence[Finish], *, optimistic: bool) -> list[bool]:
         conn = s.connection()
-        retries = [policies.retry_at(c.policy, o.status, c.attempt, now) if o.retry else None
-                   for c, o, _, now in items]
+        retries = [policies.retry_at(c.policy, r.status, c.attempt, now) if retried(r) else None
+                   for c, r, _, now in items]
         # The common case, an occurrence done for good, is released in bulk. An occurrence met twice
         # (a lapsed attempt and its retry) is fenced row by row, as are retries and manual runs.
         counts: dict[int, int] = {}
@@ -168,11 +174,10 @@ class RecordMixin:
         ok = [(item, r) for item, r, a in zip(items, retries, applied) if a]
         if not ok:
             return applied
-        _FINISH_RUN.executemany(conn, [self._finish_values(c, o, now, r) for (c, o, _, now), r in ok])
-        for (claim, outcome, effects, now), _ in ok:
-            if outcome.status == "succeeded" and effects is not None:
-                self._apply(s, claim, effects, now)
-        failures.record_endings(s, [(c, o) for (c, o, _, _), r in ok if r is None], max(now for (*_, now), _ in ok))
+        ok = self._apply_effects(s, ok)
+        _FINISH_RUN.executemany(conn, [self._finish_values(c, res, started, now, r)
+                                       for (c, res, started, now), r in ok])
+        failures.record_endings(s, [(c, res) for (c, res, _, _), r in ok if r is None], max(now for (*_, now), _ in ok))
         latest = max(now for (*_, now), _ in ok)
         schedules = sorted({c.schedule_id for (c, *_), _ in ok if c.schedule_id is not None})
         if schedules:
@@ -211,17 +216,21 @@ class RecordMixin:
         return {oid for oid, _ in held}
 
     @staticmethod
-    def _finish_values(claim: Claim, outcome: Outcome, now: datetime, retry: datetime | None) -> dict[str, Any]:
-        reason = outcome.reason or ENDINGS.get(outcome.status, outcome.status)
+    def _finish_values(claim: Claim, result: RunResult, started: datetime, now: datetime,
+                       retry: datetime | None) -> dict[str, Any]:
+        reason = result.reason or ENDINGS.get(result.status, result.status)
         if retry is not None:
             reason += f"; retry {claim.attempt + 1} of {claim.policy.max_attempts} at {retry.isoformat()}"
         return dict(
-            b_id=claim.run_id, b_token=claim.lease_token, b_status=outcome.status, b_reason=reason[:200],
-            b_started=outcome.started_at, b_finished=now,
-            b_output=None if outcome.output is None else json.dumps(outcome.output),
-            b_error=outcome.error, b_error_line=outcome.error_line,
-            b_logs=json.dumps(outcome.logs) if outcome.logs else "[]",
-            b_duration=outcome.duration_ms,
+            b_id=claim.run_id, b_token=claim.lease_token, b_status=result.status, b_reason=reason[:200],
+            b_started=started, b_finished=now,
+            b_output=None if result.output is None else json.dumps(result.output),
+            b_error=result.error, b_error_line=result.error_line,
+            b_logs=json.dumps(list(result.logs)) if result.logs else "[]",
+            b_duration=result.duration_ms,
+            # ASCII JSON: a payload's lone surrogates stay escapes, which every database stores.
+            b_event=None if result.event is None else json.dumps(result.event), b_cpu=result.cpu_ms,
+            b_http=json.dumps(list(result.http)) if result.http else None,
         )
 
     def _fence(self, s: Session, claim: Claim, retry: datetime | None) -> bool:
@@ -233,22 +242,22 @@ class RecordMixin:
         values = dict(status=PLANNED, due_at=retry) if retry else dict(status=DONE, due_at=None)
         return s.execute(update(O).where(cond).values(lease_token=None, lease_until=None, **values)).rowcount == 1
 
-    def _apply(self, s: Session, claim: Claim, effects: RunEffects, now: datetime) -> None:
-        """The run's buffered effects, in its finishing transaction."""
-        writes, deletes = effects.kv_changes()
-        if deletes:
-            s.execute(delete(KVT).where(KVT.c.key.in_(deletes)))
-        for key, value in writes.items():
-            self._kv_upsert(s, key, value, now)
-        for topic, data in effects.events:
-            s.execute(EV.insert().values(run_id=claim.run_id, topic=topic, data=data, created_at=now, attempts=0))
-        depth = 1 if claim.job_depth is None else claim.job_depth + 1
-        for job in effects.jobs.values():
-            fields = dict(script_id=claim.script_id, run_at=job.run_at, payload=job.payload_json,
-                          expire_after_s=None, max_attempts=claim.policy.max_attempts, priority=0)
-            planning.upsert_job(s, job.key, fields, now=now, depth=depth,
-                                root_key=claim.job_root or job.key, created_by_run_id=claim.run_id)
+    def _apply_effects(self, s: Session, ok: list[tuple[Finish, datetime | None]]) -> list[tuple[Finish, datetime | None]]:
+        """Apply each succeeded run's effects once its quotas allow them; a refused run is recorded failed instead.
 
-    def _kv_upsert(self, s: Session, key: str, value: str, now: datetime) -> None:
-        stmt = upsert_insert("postgresql" if self.is_postgres else "sqlite")(KVT).values(key=key, value=value, updated_at=now)
-        s.execute(stmt.on_conflict_do_update(index_elements=[KVT.c.key], set_=dict(value=value, updated_at=now)))
+        A refused run was succeeded, so it is not retried (its retry is None) and its occurrence,
+        already released as done, stays done.
+        """
+        charged: list[int] = []  # the batch's kv and job use, read once, charged run by run
+        out = []
+        for (claim, result, started, now), retry in ok:
+            if result.status == "succeeded" and result.effects:
+                problem = run_effects.refusal(s, result.effects, charged)
+                if problem is None:
+                    run_effects.apply(s, claim, result.effects, now, postgres=self.is_postgres)
+                else:
+                    log.warning("run.effects_refused", extra={"event": "run.effects_refused", "run_id": claim.run_id})
+                    result = replace(result, status="failed", error=problem, effects=NO_EFFECTS, refused=problem,
+                                     reason=f"refused by a platform limit ({problem}); not retried"[:200])
+            out.append(((claim, result, started, now), retry))
+        return out

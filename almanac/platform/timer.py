@@ -31,13 +31,15 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from almanac.platform.clock import Clock
-from almanac.platform.effects import RunEffects
+from almanac.platform.effects import TenantReads
 from almanac.platform import slots
 from almanac.platform.metrics import SchedulerMetrics, get_metrics
 from almanac.platform.policies import LEASE_MARGIN_S
-from almanac.platform.runner import Runner, RunOutcome, broken, storable
-from almanac.platform.store import Claim, Outcome, Store
+from almanac.platform.runner import Runner, broken, storable
+from almanac.platform.store import Claim, Store
 from almanac.platform.timer_record import RECORD_LINGER_S, RecorderMixin, _Finished
+from almanac.sandbox.contract import RunRequest, RunResult
+from almanac.sandbox.limits import Limits
 
 log = logging.getLogger("almanac.scheduler")
 
@@ -278,23 +280,24 @@ class Scheduler(RecorderMixin):
             self._local.starting = False
 
     def _start(self, claim: Claim) -> None:
-        started, effects, event, t0 = self._prepare(claim)
+        started, reads, event, t0 = self._prepare(claim)
 
-        def ended(result: Any) -> None:
-            self._ended(claim, started, effects, t0, result)
+        def ended(result: RunResult) -> None:
+            self._ended(claim, started, t0, result, event)
 
         try:
+            request = _request(claim, event)
             if self._pool is None:  # the runner has `submit` (see `start`)
-                self.runner.submit(claim.source, event, claim.timeout_ms, claim.memory_mb, effects, ended)
+                self.runner.submit(request, reads, ended)  # type: ignore[attr-defined]
             else:
-                self._pool.submit(lambda: ended(self._call_runner(claim, event, effects)))
+                self._pool.submit(lambda: ended(self._call_runner(claim, request, reads)))
         except Exception as exc:  # the runner refused it (closing, say): the run failed, the platform goes on
             ended(_runner_broke(claim, exc))
 
-    def _ended(self, claim: Claim, started: datetime, effects: RunEffects, t0: float, result: Any) -> None:
+    def _ended(self, claim: Claim, started: datetime, t0: float, result: RunResult, event: dict[str, Any]) -> None:
         """A run ended (on the runner's thread): queue it for the recorder, start the next."""
         try:
-            done: _Finished | None = self._finished_run(claim, started, effects, t0, result)
+            done: _Finished | None = self._finished_run(claim, started, t0, result, event)
         except Exception:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": claim.run_id})
             done = None
@@ -411,11 +414,15 @@ class Scheduler(RecorderMixin):
         return applied
 
     def _run(self, claim: Claim) -> _Finished:
-        started, effects, event, t0 = self._prepare(claim)
-        return self._finished_run(claim, started, effects, t0, self._call_runner(claim, event, effects))
+        started, reads, event, t0 = self._prepare(claim)
+        try:
+            request = _request(claim, event)
+        except Exception as exc:
+            return self._finished_run(claim, started, t0, _runner_broke(claim, exc), event)
+        return self._finished_run(claim, started, t0, self._call_runner(claim, request, reads), event)
 
-    def _finished_run(self, claim: Claim, started: datetime, effects: RunEffects, t0: float,
-                      result: Any) -> _Finished:
+    def _finished_run(self, claim: Claim, started: datetime, t0: float, result: RunResult,
+                      event: dict[str, Any]) -> _Finished:
         elapsed = self.clock.monotonic() - t0
         finished = self.clock.now()
         # The script started when the runner says it ran for `duration_ms` before its end, not when
@@ -423,27 +430,18 @@ class Scheduler(RecorderMixin):
         if result.duration_ms:
             started = max(started, finished - timedelta(milliseconds=result.duration_ms))
         self.metrics.start_lag.observe(max(0.0, (started - claim.scheduled_for).total_seconds()))
-        outcome = _outcome(result, started, elapsed)
-        if effects.refused and outcome.status != "succeeded":  # a platform limit: trying again cannot help
-            outcome = replace(outcome, retry=False, reason=f"refused by a platform limit ({effects.refused}); not retried")
-        return _Finished(claim, outcome, effects, finished, elapsed)
+        # The run's record keeps the event its script was given (SPEC section 9).
+        return _Finished(claim, replace(_recordable(result, elapsed), event=event), started, finished, elapsed)
 
-    def _prepare(self, claim: Claim) -> tuple[datetime, RunEffects, dict, float]:
-        """The run's start: its lag metric, its effects buffer and the event the script sees."""
+    def _prepare(self, claim: Claim) -> tuple[datetime, TenantReads, dict[str, Any], float]:
+        """The run's start: the reads its script makes, and the event it sees."""
         started = self.clock.now()
-        quota_state = getattr(self.store, "quota_state", None)  # not part of the Store protocol
-        effects = RunEffects(
-            lambda key: self.store.kv_read(claim.tenant, key),
-            lambda prefix: self.store.kv_keys(claim.tenant, prefix),
-            now=started, job_depth=claim.job_depth, job_root=claim.job_root,
-            quota=(lambda: quota_state(claim.tenant)) if quota_state is not None else None,
-            chain=lambda root: self.store.chain_keys(claim.tenant, root),
-        )
-        return started, effects, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
+        reads = TenantReads(self.store, claim.tenant, now=started, job_root=claim.job_root)
+        return started, reads, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
 
-    def _call_runner(self, claim: Claim, event: dict, effects: RunEffects) -> Any:
+    def _call_runner(self, claim: Claim, request: RunRequest, reads: TenantReads) -> RunResult:
         try:
-            return self.runner.run(claim.source, event, claim.timeout_ms, claim.memory_mb, effects)
+            return self.runner.run(request, reads)
         except Exception as exc:
             return _runner_broke(claim, exc)
 
@@ -464,17 +462,19 @@ class Outstanding(NamedTuple):
     unrecorded: int  # finished, waiting for (or in) the recorder
 
 
-def _runner_broke(claim: Claim, exc: Exception) -> RunOutcome:
+def _runner_broke(claim: Claim, exc: Exception) -> RunResult:
     log.error("run.runner_failed", exc_info=exc, extra={"event": "run.runner_failed", "run_id": claim.run_id})
     return broken(exc)
 
 
-def _outcome(result: Any, started: datetime, elapsed_s: float) -> Outcome:
+def _request(claim: Claim, event: dict[str, Any]) -> RunRequest:
+    """The run's request (ValueError for limits out of range: the run fails, the platform goes on)."""
+    return RunRequest(claim.source, event, Limits(timeout_ms=claim.timeout_ms, memory_mb=claim.memory_mb))
+
+
+def _recordable(result: RunResult, elapsed_s: float) -> RunResult:
     """A runner's result as it will be recorded: checked once, here, so no run can write a broken row."""
-    duration = result.duration_ms or int(elapsed_s * 1000)
-    status, output, error, logs, reason = storable(result.status, result.output, result.error,
-                                                   list(result.logs or []))
-    return Outcome(
-        status=status, started_at=started, output=output, error=error,
-        error_line=result.error_line, logs=logs, duration_ms=duration, reason=reason,
-    )
+    checked = storable(result)
+    if checked.duration_ms:
+        return checked
+    return replace(checked, duration_ms=int(elapsed_s * 1000))

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from almanac.platform.effects import RunEffects
-from almanac.platform.store import Claim, Outcome
+from almanac.platform.store import Claim
+from almanac.sandbox.contract import RunResult
 
 log = logging.getLogger("almanac.scheduler")
 
@@ -30,8 +30,8 @@ class _Finished:
     """A run that has ended and waits for its record."""
 
     claim: Claim
-    outcome: Outcome
-    effects: RunEffects
+    result: RunResult  # as it will be recorded (`runner.storable`), its buffered effects included
+    started: datetime
     finished_at: datetime
     elapsed_s: float
 
@@ -80,7 +80,7 @@ class RecorderMixin:
         """Record a tenant's finished runs in one transaction; if that fails, one by one."""
         try:
             applied: list[bool | None] = list(self.store.finish_many(
-                [(d.claim, d.outcome, d.effects, d.finished_at) for d in group]))
+                [(d.claim, d.result, d.started, d.finished_at) for d in group]))
         except Exception:
             log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(group)})
             # One bad record (say, an effect the database refuses) costs only its own run.
@@ -99,19 +99,19 @@ class RecorderMixin:
         the next claim ends the attempt.
         """
         try:
-            return self.store.finish(d.claim, d.outcome, d.effects, d.finished_at)
+            return self.store.finish(d.claim, d.result, d.started, d.finished_at)
         except Exception as exc:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
             problem = exc
         try:
-            return self.store.finish_unrecordable(d.claim, d.outcome, problem, d.finished_at)
+            return self.store.finish_unrecordable(d.claim, d.result, d.started, problem, d.finished_at)
         except Exception:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
             return None
 
     def _after_record(self, done: _Finished, applied: bool) -> bool:
         """Metrics and the run's log line; True if the tenant should be looked at again now."""
-        claim, outcome = done.claim, done.outcome
+        claim, outcome = done.claim, done.result
         self.metrics.runs_with(outcome.status if applied else "fenced").inc()
         self.metrics.duration.observe(done.elapsed_s)
         if log.isEnabledFor(logging.INFO):
@@ -119,10 +119,10 @@ class RecorderMixin:
                 "event": "run.finished", "tenant": claim.tenant, "run_id": claim.run_id,
                 "schedule_id": claim.schedule_id, "job_key": claim.job_key, "attempt": claim.attempt,
                 "status": outcome.status, "applied": applied, "duration_ms": outcome.duration_ms,
-                "lag_s": round((outcome.started_at - claim.scheduled_for).total_seconds(), 3),
+                "lag_s": round((done.started - claim.scheduled_for).total_seconds(), 3),
             })
         # Follow-ups, or occurrences queued behind this one, may be due now.
-        return applied and bool(done.effects.jobs or claim.schedule_id is not None)
+        return applied and bool(done.result.effects.jobs or claim.schedule_id is not None)
 
     def _wake_soon(self, tenant: str) -> None:
         if self._thread is not None:

@@ -12,8 +12,7 @@ from typing import Any
 
 from . import _poolworker
 from ._poolworker import dump
-from .capabilities import METHODS as CAP_METHODS
-from .capabilities import Capabilities, CapabilityError
+from .capabilities import REMOTE, Capabilities, CapabilityError
 
 log = logging.getLogger("almanac.sandbox")
 
@@ -25,7 +24,9 @@ class Worker:
         self.process = process  # multiprocessing.Process
         self.conn = conn  # multiprocessing.connection.Connection
         self.fd = conn.fileno()
-        self.slot = slot  # shared [job id, start in monotonic ns], written by the worker
+        self.slot = slot  # shared [job id, start in monotonic ns, surplus]: the worker writes the first two
+        self.parked = False  # waiting on a capability that waits (fetch); the pool's lock guards it
+        self.parked_at = 0.0
         self.retiring: str | None = None  # it said it exits after its run, and why
         self.runs = 0
         self.retired = False
@@ -54,7 +55,7 @@ class Worker:
 def spawn(ctx: Any, tickets: Any, cache_dir: Path, max_runs: int) -> Worker:
     """Start a worker process on the shared ticket socket; it is ready once ``await_ready`` says so."""
     parent, child = ctx.Pipe(duplex=True)
-    slot = ctx.RawArray("q", 2)
+    slot = ctx.RawArray("q", 3)
     process = ctx.Process(target=_poolworker.main, args=(tickets, child, slot, str(cache_dir), max_runs),
                           name="almanac-sandbox-worker", daemon=True)
     process.start()
@@ -101,8 +102,11 @@ def answer_capability(conn: Any, caps: Capabilities | None, method: Any, args: A
 
 
 def serve_capability(caps: Capabilities | None, method: Any, args: Any) -> bytes:
-    """Execute one of the worker's capability calls here, on the caller's ``caps``."""
-    if caps is None or method not in CAP_METHODS or not isinstance(args, list):
+    """Execute one of the worker's remote capability calls (reads) here, on the caller's ``caps``.
+
+    Writes never come here: they stay in the worker's buffer until the run's result.
+    """
+    if caps is None or method not in REMOTE or not isinstance(args, list):
         return dump(["x", "malformed request"])
     try:
         value = getattr(caps, method)(*args)

@@ -3,19 +3,24 @@
 A worker takes the next ticket from the socket shared by every worker (one
 ``recv`` is one whole ticket, so no two workers take the same), runs it, and
 takes the next: it never waits for the parent between runs.  A ticket is an
-8-byte job id followed by JSON ``[kind, source token, limits, event]``
-(``kind`` "run" or "check").  The source is named by a token; a worker
-fetches a source it has not seen, and the whole job if the ticket was too
-large to carry the event ("thin": limits and event are null).
+8-byte job id followed by JSON ``[kind, source token, limits, event, may]``
+(``kind`` "run" or "check"; the rest is the ``contract.RunRequest``).  The
+source is named by a token; a worker fetches a source it has not seen, and the
+whole request if the ticket was too large to carry the event ("thin": limits
+and event are null).
 
 On its own pipe (JSON arrays sent with ``send_bytes``, never pickle, so the
 parent never unpickles anything a worker wrote):
 
 worker -> parent   ``["ready"]`` once; then per ticket any number of
-                   ``["fetch", id]`` and ``["cap", id, method, args]``,
-                   and exactly one ``["done", id, result]`` |
+                   ``["fetch", id]`` and ``["cap", id, method, args]`` (remote
+                   calls only: kv reads, secrets.get, fetch; writes stay in the
+                   worker's buffer and leave with the result), and exactly one ``["done", id, result]``
+                   (``RunResult.to_wire``) |
                    ``["checked", id, problem or null]``; before it exits on
                    its own, ``["bye", reason]``
+                   (``bye`` "surplus": the pool set the third word of its slot, so it left
+                   before taking another ticket; see ``pool``'s spares)
 parent -> worker   ``["v", value]`` | ``["e", message]`` | ``["x", message]``
                    (the answer to a fetch or a capability call)
 
@@ -24,9 +29,9 @@ Which job a worker runs, and since when, it writes into its own shared-memory
 into a message: the parent reads it to enforce deadlines and to know which
 run a dead worker took with it.
 
-A capability call blocks the guest until the parent answers, exactly as the
-in-process bridge does; the parent executes it on the caller's ``caps``, so
-tenant data and host objects never enter this process.  The worker exits
+A remote capability call (a read, a secret, a fetch) blocks the guest until the parent answers;
+the parent executes it on the caller's ``caps``, so tenant data and host
+objects never enter this process.  A write costs no message at all.  The worker exits
 when the ticket socket is closed and empty (the pool closed), when the parent
 closes its pipe, or after a run that ended ``timed_out`` or
 ``memory_exceeded`` or its ``max_runs``-th run (a fresh process replaces it).
@@ -36,7 +41,9 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import signal
+import socket
 import struct
 import time
 from collections import OrderedDict
@@ -44,15 +51,14 @@ from pathlib import Path
 from typing import Any
 
 from .capabilities import CapabilityError, ForwardingCapabilities
-from .limits import Limits
-from .runtime import RunResult, Sandbox
+from .contract import RunRequest
+from .runtime import Sandbox
 
 RECYCLE_AFTER = ("timed_out", "memory_exceeded")  # a fresh process after these, whatever they left behind
 TICKET_HEAD = struct.Struct("<Q")
 MAX_TICKET = 32 * 1024  # larger jobs go as thin tickets and are fetched
 SOURCES_KEPT = 64
-RESULT_FIELDS = ("status", "output", "error", "error_line", "error_column", "logs",
-                 "duration_ms", "error_stack")
+SURPLUS_CHECK_S = 1.0  # how often an idle worker looks whether the pool has told it to exit
 
 
 def dump(message: list) -> bytes:
@@ -86,11 +92,12 @@ def ask(conn: Any, message: list) -> Any:
     raise HostFailure(value)
 
 
-def ticket(job_id: int, kind: str, token: int, limits: Any, event: dict | None) -> bytes:
+def ticket(job_id: int, kind: str, token: int, request: RunRequest) -> bytes:
     """The parent's side: a job as the socket carries it."""
-    body = dump([kind, token, vars(limits), event])
+    _, event, limits, may = request.to_wire()
+    body = dump([kind, token, limits, event, may])
     if len(body) > MAX_TICKET:
-        body = dump([kind, token, None, None])
+        body = dump([kind, token, None, None, None])
     return TICKET_HEAD.pack(job_id) + body
 
 
@@ -116,17 +123,20 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: i
     sources: OrderedDict[int, str] = OrderedDict()
     conn.send_bytes(dump(["ready"]))
     for _ in range(max_runs):
-        data = tickets.recv(TICKET_HEAD.size + MAX_TICKET + 1024)
+        data = _next_ticket(tickets, slot)
+        if data is None:
+            conn.send_bytes(dump(["bye", "surplus"]))
+            return
         if not data:  # the pool closed the socket and nothing is left in it
             conn.send_bytes(dump(["bye", "closed"]))
             return
         caps.job = job_id = TICKET_HEAD.unpack_from(data)[0]
         _mark_running(slot, job_id)
-        kind, token, limits, event = json.loads(data[TICKET_HEAD.size:])
+        kind, token, limits, event, may = json.loads(data[TICKET_HEAD.size:])
         source = sources.get(token)
         if source is None or limits is None:
             try:
-                source, event, limits = ask(conn, ["fetch", job_id])
+                source, event, limits, may = ask(conn, ["fetch", job_id])
             except HostFailure:  # the parent has given up on this job (its pool is closing)
                 _mark_idle(slot)
                 conn.send_bytes(dump(["done" if kind == "run" else "checked", job_id, None]))
@@ -136,13 +146,29 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: i
                 sources.popitem(last=False)
         else:
             sources.move_to_end(token)
-        reply, status = _serve(box, caps, job_id, kind, source, event, limits)
+        reply, status = _serve(box, caps, job_id, kind, RunRequest.from_wire([source, event, limits, may]))
         _mark_idle(slot)
         conn.send_bytes(dump(reply))
         if status in RECYCLE_AFTER:
             conn.send_bytes(dump(["bye", status]))
             return
     conn.send_bytes(dump(["bye", "max_runs"]))
+
+
+def _next_ticket(tickets: Any, slot: Any) -> bytes | None:
+    """The next ticket (b"" once the pool closed the socket), or None once the pool says we are surplus.
+
+    Waits in slices of ``SURPLUS_CHECK_S`` so that an idle spare sees the flag too; the
+    socket is shared, so another worker may take a ticket first (then we wait again).
+    """
+    while not slot[2]:
+        if not select.select([tickets], [], [], SURPLUS_CHECK_S)[0]:
+            continue
+        try:
+            return tickets.recv(TICKET_HEAD.size + MAX_TICKET + 1024, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            continue
+    return None
 
 
 def _mark_running(slot: Any, job_id: int) -> None:
@@ -159,22 +185,10 @@ def _mark_idle(slot: Any) -> None:
     slot[0] = 0
 
 
-def _serve(box: Sandbox, caps: ParentCaps, job_id: int, kind: str, source: str, event: Any,
-           limits: dict) -> tuple[list, str | None]:
+def _serve(box: Sandbox, caps: ParentCaps, job_id: int, kind: str, request: RunRequest) -> tuple[list, str | None]:
     if kind == "run":
-        result = box.run(source, event, Limits(**limits), caps)
-        return ["done", job_id, {name: getattr(result, name) for name in RESULT_FIELDS}], result.status
-    problem = box.check_syntax(source)
+        result = box.execute(request, caps)
+        return ["done", job_id, result.to_wire()], result.status
+    problem = box.check_syntax(request.source)
     return ["checked", job_id, None if problem is None else
             {"message": problem.message, "line": problem.line, "column": problem.column}], None
-
-
-def result_from(fields: Any) -> RunResult:
-    """A worker's ``done`` payload as a ``RunResult``; ValueError if it is not one."""
-    try:
-        result = RunResult(**{name: fields[name] for name in RESULT_FIELDS})
-    except (KeyError, TypeError) as exc:
-        raise ValueError("malformed result") from exc
-    if result.status not in ("succeeded", "failed", "timed_out", "memory_exceeded"):
-        raise ValueError("malformed result")
-    return result

@@ -29,9 +29,10 @@ import wasmtime
 from . import _engine, _snapshot, _wasi
 from ._native import Fault  # the class only; _wasi needs _native for now (see the docstring)
 from ._bridge import Bridge
-from .capabilities import Capabilities
+from .capabilities import Capabilities, request_cap
 from .limits import MIB, Limits
-from .runtime import REQUEST_OVERHEAD, STATIC_MEMORY, RunResult, _job_json, _outcome
+from .contract import RunResult
+from .runtime import REQUEST_OVERHEAD, STATIC_MEMORY, _job_json, _outcome, with_effects
 
 TICK_MS = 10
 
@@ -96,8 +97,9 @@ class PublicSandbox:
 
     def run(self, source: str, event: dict, limits: Limits, caps: Capabilities) -> RunResult:
         started = time.monotonic()
+        bridge = Bridge(caps, limits)
         io = _wasi.RunIO(started + limits.timeout_ms / 1000, limits.log_bytes, limits.output_bytes,
-                         limits.kv_value_bytes + REQUEST_OVERHEAD, Bridge(caps, limits).handle)
+                         request_cap(limits.kv_value_bytes, REQUEST_OVERHEAD), bridge.handle)
         job = _job_json({"mode": "run", "event": event, "logBytes": limits.log_bytes})
         script = source.encode("utf-8", "surrogatepass")
         store = wasmtime.Store(self.engine)
@@ -127,4 +129,4 @@ class PublicSandbox:
             _wasi.bind(None)
             if memory is not None:
                 grown = memory.data_len(store) - image
-        return _outcome(io, trap, grown, limits, started)
+        return with_effects(_outcome(io, trap, grown, limits, started), bridge)

@@ -61,6 +61,67 @@ function logger(prefix) {
   };
 }
 
+// fetch: a subset of the web's (SPEC section 6). The host does the request, through the
+// tenant's egress allowlist, and answers with the whole (at most 1 MiB) body as text.
+const lower = (text) => toStr(text).toLowerCase();
+const ObjectEntries = Object.entries;
+const isArray = Array.isArray;
+
+function headerPairs(headers) {
+  if (headers == null) return [];
+  if (headers instanceof ResponseHeaders) return headers.entries();
+  const pairs = isArray(headers) ? headers : ObjectEntries(headers);
+  return pairs.map((pair) => {
+    if (!isArray(pair) || pair.length !== 2) throw new TypeError('fetch: headers must be [name, value] pairs');
+    return [toStr(pair[0]), toStr(pair[1])];
+  });
+}
+
+class ResponseHeaders {
+  #pairs;
+  constructor(pairs) { this.#pairs = pairs.map(([k, v]) => [lower(k), v]); }
+  get(name) {
+    const found = this.#pairs.filter(([k]) => k === lower(name)).map(([, v]) => v);
+    return found.length ? found.join(', ') : null;
+  }
+  has(name) { return this.get(name) !== null; }
+  entries() { return this.#pairs.map(([k, v]) => [k, v]); }
+  forEach(fn) { for (const [k, v] of this.#pairs) fn(v, k, this); }
+  [Symbol.iterator]() { return this.entries()[Symbol.iterator](); }
+}
+
+class FetchResponse {
+  #body;
+  constructor(answer) {
+    this.status = answer.status;
+    this.statusText = answer.statusText;
+    this.ok = answer.status >= 200 && answer.status < 300;
+    this.url = answer.url;
+    this.headers = new ResponseHeaders(answer.headers);
+    this.#body = answer.body;
+    freeze(this);
+  }
+  text() { return PromiseCtor.resolve(this.#body); }
+  json() {
+    return new PromiseCtor((resolve) => resolve(parse(this.#body)));
+  }
+}
+
+function fetch(resource, init) {
+  return new PromiseCtor((resolve, reject) => {
+    try {
+      const options = init ?? {};
+      const body = options.body ?? null;
+      if (body !== null && typeof body !== 'string') {
+        throw new TypeError('fetch: the body must be a string (JSON.stringify an object first)');
+      }
+      const method = options.method == null ? null : toStr(options.method);
+      const answer = hostCall('fetch', [toStr(resource), method, headerPairs(options.headers), body]);
+      resolve(new FetchResponse(answer));
+    } catch (e) { reject(e); }
+  });
+}
+
 const almanac = freeze({
   kv: freeze({
     get: (key) => asPromise('kv.get', [key]),
@@ -69,6 +130,9 @@ const almanac = freeze({
     list: (prefix = '') => asPromise('kv.list', [prefix]),
   }),
   emit: (topic, data) => asPromise('emit', [topic, data]),
+  secrets: freeze({
+    get: (name) => asPromise('secrets.get', [name]),
+  }),
   schedule: freeze({
     at: (when, payload, options) =>
       asPromise('schedule.at', [when, payload, options == null ? null : options.key ?? null]),
@@ -88,6 +152,7 @@ for (const name of ['gc', 'navigator', 'performance']) {
 }
 Object.defineProperty(globalThis, 'almanac', { value: almanac, enumerable: false });
 Object.defineProperty(globalThis, 'console', { value: console, writable: true, configurable: true });
+Object.defineProperty(globalThis, 'fetch', { value: freeze(fetch), writable: true, configurable: true });
 
 // An error's parts are cut here, in the guest, so that its JSON always fits what the host reads
 // (_wasi.MAX_ERROR_TEXT); the host then caps the stored message at 64 KiB like output and logs.

@@ -14,12 +14,18 @@ so threads cannot use two cores; processes can.
   runs are ticketed (running or in the socket); the rest wait in the parent.  Which job a worker is
   running, and since when, it writes into a slot of shared memory, so taking a
   ticket costs no message.
-* One reactor thread reads every worker's pipe: ``done``, and the worker's
-  capability calls, which are executed on
-  the caller's ``caps`` by a small thread pool, so ``caps`` never leaves this
-  process and a slow capability call does not stall the other workers.
+* One reactor thread reads every worker's pipe: ``done`` (the run's one
+  ``contract.RunResult``, its buffered writes included: a write costs no
+  message), and the worker's remote capability calls (reads), which are
+  executed on the caller's ``caps`` by a small thread pool, so ``caps`` never
+  leaves this process and a slow capability call does not stall the other workers.
   Messages are small JSON, never pickle; a script's source crosses once per
   worker (tickets name it by a token, and a worker fetches sources it lacks).
+* Waiting on the network: a capability that ``waits`` (``fetch``) runs on its own thread pool,
+  and its worker is "parked" meanwhile: it holds no core, but it cannot take tickets either. So
+  that ``size`` workers keep running scripts, the pool starts a spare for each worker parked
+  longer than a short grace (at most ``spares`` of them), and lets spares go once they have
+  not been needed for a few seconds (``_poolspares``).
 * Recycling: a worker whose run ended ``timed_out`` or ``memory_exceeded``,
   or that has done ``max_runs_per_worker`` runs, says so and exits after that
   run; a background thread starts its replacement.
@@ -63,11 +69,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import _engine, _poolworker
+from ._pooljobs import Job, problem_from
 from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
-from ._poolworker import TICKET_HEAD, dump, result_from, ticket
-from .capabilities import Capabilities
+from ._poolspares import SparesMixin
+from ._poolworker import TICKET_HEAD, dump, ticket
+from .capabilities import WAITING_METHODS, Capabilities
+from .contract import RunRequest, RunResult
 from .limits import Limits
-from .runtime import CHECK_LIMITS, RunResult, SyntaxProblem
+from .runtime import CHECK_LIMITS, SyntaxProblem
 
 log = logging.getLogger("almanac.sandbox")
 
@@ -84,32 +93,21 @@ TICKETS_PER_WORKER = 8
 WATCH_MS = 100  # how often the reactor looks at the workers' slots while runs are out
 MAX_MESSAGE = 64 * 1024 * 1024
 SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
+DEFAULT_SPARES = 32  # workers started beyond ``size`` while runs wait on the network
 
 
-class _Job:
-    __slots__ = ("id", "kind", "source", "event", "limits", "caps", "done", "state")
-
-    def __init__(self, job_id: int, kind: str, source: str, event: dict | None, limits: Limits,
-                 caps: Capabilities | None, done: Callable[[Any], None]) -> None:
-        self.id, self.kind, self.source, self.event = job_id, kind, source, event
-        self.limits, self.caps, self.done = limits, caps, done
-        self.state = "waiting"  # -> "ticketed" (in the socket or running: its worker's slot says which)
-
-    def ended(self, status: str, error: str, duration_ms: int = 0) -> Any:
-        """What the caller gets when the sandbox, not the script, ended the job."""
-        if self.kind == "check":
-            return SyntaxProblem("the sandbox could not check this script", 1, 1)
-        return RunResult(status, None, error, None, None, "", duration_ms)
-
-
-class SandboxPool:
+class SandboxPool(SparesMixin):
     """Runs scripts in worker processes; thread-safe; same API as ``Sandbox``, plus ``submit``."""
 
     def __init__(self, workers: int | None = None, cache_dir: Path | None = None,
-                 max_runs_per_worker: int = 10_000) -> None:
+                 max_runs_per_worker: int = 10_000, spares: int = DEFAULT_SPARES) -> None:
         self.size = multiprocessing.cpu_count() if workers is None else workers
-        if self.size < 1 or max_runs_per_worker < 1:
-            raise ValueError("workers and max_runs_per_worker must be at least 1")
+        if self.size < 1 or max_runs_per_worker < 1 or spares < 0:
+            raise ValueError("workers and max_runs_per_worker must be at least 1, spares at least 0")
+        self.spares = spares
+        self._parked = 0  # workers waiting on a capability that waits (fetch)
+        self._spawning = 0  # spares being started
+        self._surplus_since: float | None = None  # since when more than ``size`` workers are unparked
         self.max_runs_per_worker = max_runs_per_worker
         self._own_cache = cache_dir is None
         self._cache_dir = Path(tempfile.mkdtemp(prefix="almanac-sandbox-")) if cache_dir is None \
@@ -117,8 +115,8 @@ class SandboxPool:
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload(["__main__", _poolworker.__name__])
         self._lock = threading.Lock()
-        self._jobs: dict[int, _Job] = {}
-        self._waiting: deque[_Job] = deque()  # not yet ticketed
+        self._jobs: dict[int, Job] = {}
+        self._waiting: deque[Job] = deque()  # not yet ticketed
         self._out = 0  # ticketed jobs not yet ended: running, or waiting in the socket
         self._ids = itertools.count(1)
         self._tokens: OrderedDict[str, int] = OrderedDict()
@@ -127,6 +125,10 @@ class SandboxPool:
         self._arrivals: list[Worker] = []  # started by a background thread, for the reactor to adopt
         self._background: set[threading.Thread] = set()
         self._lost_idle_at: float | None = None
+        # Workers replaced since start: recycled (they said why and exited: a trap, max runs) or
+        # lost (died or hung without saying so). Read by the platform's /metrics (SPEC section 13).
+        self._recycled = 0
+        self._lost = 0
         self._next_watch = 0.0
         self._closed = False
         self._tickets_out, self._tickets_in = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -137,6 +139,8 @@ class SandboxPool:
         self._poller = select.poll()
         self._poller.register(self._wake_r, select.POLLIN)
         self._caps = ThreadPoolExecutor(self.size, thread_name_prefix="almanac-sandbox-caps")
+        # A thread per parked worker at most: every worker may wait on the network at once.
+        self._waits = ThreadPoolExecutor(self.size + spares, thread_name_prefix="almanac-sandbox-waits")
         self._reactor = threading.Thread(target=self._react, name="almanac-sandbox-pool", daemon=True)
         try:
             self._start_all()
@@ -148,27 +152,36 @@ class SandboxPool:
 
     # --- the Sandbox API ------------------------------------------------------
 
-    def submit(self, source: str, event: dict, limits: Limits, caps: Capabilities,
-               done: Callable[[RunResult], None]) -> None:
+    def submit(self, request: RunRequest, caps: Capabilities, done: Callable[[RunResult], None]) -> None:
         """Queue a run; ``done(result)`` is called once, on the pool's thread, when it ends.
 
         Never raises for the script's sake; raises RuntimeError if the pool is closed.
         ``done`` must be quick and must not raise (it is logged and dropped if it does).
         """
-        self._enqueue("run", source, event, limits, caps, done)
+        self._enqueue("run", request, caps, done)
+
+    def execute(self, request: RunRequest, caps: Capabilities) -> RunResult:
+        """Run the request in a worker and wait for its result; never raises for the script's sake."""
+        return self._wait_for("run", request, caps)
 
     def run(self, source: str, event: dict, limits: Limits, caps: Capabilities) -> RunResult:
-        """Run the script's default export on ``event`` in a worker; never raises for the script's sake."""
-        return self._wait_for("run", source, event, limits, caps)
+        """``execute`` of the request these make (every capability allowed)."""
+        return self.execute(RunRequest(source, event, limits), caps)
 
     def check_syntax(self, source: str) -> SyntaxProblem | None:
         """Parse ``source`` as a module (in a worker) without running it."""
-        return self._wait_for("check", source, None, CHECK_LIMITS, None)
+        return self._wait_for("check", RunRequest(source, {}, CHECK_LIMITS, frozenset()), None)
 
     def worker_pids(self) -> list[int]:
         """Process ids of the workers now started."""
         with self._lock:
             return sorted(w.process.pid for w in [*self._workers.values(), *self._arrivals])
+
+    def worker_counts(self) -> dict[str, int]:
+        """Workers alive now, and how many were recycled or lost since the pool started."""
+        with self._lock:
+            alive = len(self._workers) + len(self._arrivals)
+            return {"alive": alive, "recycled": self._recycled, "lost": self._lost}
 
     def close(self) -> None:
         """Refuse new work; let runs in flight finish (up to ``CLOSE_WAIT_S``); stop the workers. Idempotent."""
@@ -193,8 +206,7 @@ class SandboxPool:
 
     # --- jobs -----------------------------------------------------------------
 
-    def _wait_for(self, kind: str, source: str, event: dict | None, limits: Limits,
-                  caps: Capabilities | None) -> Any:
+    def _wait_for(self, kind: str, request: RunRequest, caps: Capabilities | None) -> Any:
         answered = threading.Event()
         box: list[Any] = []
 
@@ -202,27 +214,27 @@ class SandboxPool:
             box.append(result)
             answered.set()
 
-        self._enqueue(kind, source, event, limits, caps, done)
+        self._enqueue(kind, request, caps, done)
         answered.wait()
         return box[0]
 
-    def _enqueue(self, kind: str, source: str, event: dict | None, limits: Limits,
-                 caps: Capabilities | None, done: Callable[[Any], None]) -> None:
+    def _enqueue(self, kind: str, request: RunRequest, caps: Capabilities | None,
+                 done: Callable[[Any], None]) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("sandbox pool is closed")
-            job = _Job(next(self._ids), kind, source, event, limits, caps, done)
+            job = Job(next(self._ids), kind, request, caps, done)
             self._jobs[job.id] = job
             self._waiting.append(job)
             self._fill()  # from this thread: the reactor need not wake to hand it out
 
     def _fill(self) -> None:
-        """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out."""
-        while self._waiting and self._out < TICKETS_PER_WORKER * self.size:
+        """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out
+        (plus one per parked worker: its run is out, but it takes no ticket)."""
+        while self._waiting and self._out < TICKETS_PER_WORKER * self.size + self._parked:
             job = self._waiting[0]
             try:
-                self._tickets_out.send(ticket(job.id, job.kind, self._token(job.source), job.limits,
-                                              job.event))
+                self._tickets_out.send(ticket(job.id, job.kind, self._token(job.request.source), job.request))
             except (BlockingIOError, OSError):
                 return  # the socket is full (or closing): the next done or submit tries again
             self._waiting.popleft().state = "ticketed"
@@ -238,7 +250,7 @@ class SandboxPool:
             self._tokens.move_to_end(source)
         return token
 
-    def _take_back_tickets(self) -> list[_Job]:
+    def _take_back_tickets(self) -> list[Job]:
         """(Holding the lock, closing.) Empty the socket; the jobs its tickets named."""
         jobs = []
         while True:
@@ -250,7 +262,7 @@ class SandboxPool:
             if job is not None:
                 jobs.append(job)
 
-    def _finish(self, job: _Job, result: Any) -> None:
+    def _finish(self, job: Job, result: Any) -> None:
         with self._lock:
             if self._jobs.pop(job.id, None) is None:
                 return  # already ended (a done racing a failure)
@@ -313,24 +325,31 @@ class SandboxPool:
             if job is not None:
                 if kind != ("done" if job.kind == "run" else "checked") or job.state != "ticketed":
                     raise ValueError(kind)
-                self._finish(job, result_from(message[2]) if kind == "done" else _problem_from(message[2]))
+                self._finish(job, RunResult.from_wire(message[2]) if kind == "done" else problem_from(message[2]))
             with self._lock:
                 self._fill()
             return
         if job_id != worker.running()[0]:
             raise ValueError("a request for a job this worker is not running")
         if kind == "fetch":
-            reply = ["v", [job.source, job.event, vars(job.limits)]] if job is not None else ["x", "gone"]
+            reply = ["v", job.request.to_wire()] if job is not None else ["x", "gone"]
             worker.conn.send_bytes(dump(reply))
         elif kind == "cap":
             method, args = message[2], message[3]
             caps = job.caps if job is not None else None
-            self._caps.submit(answer_capability, worker.conn, caps, method, args)
+            if method in WAITING_METHODS:
+                self._park(worker)
+                self._waits.submit(self._answer_waiting, worker, caps, method, args)
+            else:
+                self._caps.submit(answer_capability, worker.conn, caps, method, args)
         else:
             raise ValueError(kind)
 
     def _watch(self, now: float) -> None:
-        """Kill workers past their run's deadline; fail tickets a dead worker took and never started."""
+        """Kill workers past their run's deadline; fail tickets a dead worker took and never started;
+        start spares for workers parked on the network, and let them go when no longer needed."""
+        self._add_spares(now)
+        self._let_go(now)
         for worker in list(self._workers.values()):
             job_id, started = worker.running()
             if job_id and now > started + _job_timeout(self._jobs.get(job_id)):
@@ -360,19 +379,32 @@ class SandboxPool:
         with self._lock:  # worker_pids() reads the dict from other threads
             if self._workers.pop(worker.fd, None) is None:
                 return
+            if worker.parked:
+                worker.parked = False
+                self._parked -= 1
+            # A surplus worker leaves unreplaced, unless runs parked since it was told to go.
+            surplus = worker.retiring == "surplus" and self._live() - self._parked >= self.size
         self._poller.unregister(worker.fd)
         reason = "closed" if self._closed else why if worker.retiring is None or why != "died" else worker.retiring
+        if not self._closed:
+            recycled = worker.retiring is not None and why == "died"  # it said why, then exited
+            with self._lock:
+                self._recycled += recycled
+                self._lost += not recycled
         job_id, started = worker.running()
         if job_id:
             with self._lock:
                 job = self._jobs.get(job_id)
             if job is not None:
                 elapsed = int((time.monotonic() - started) * 1000)
-                self._finish(job, job.ended("timed_out", f"timed out after {job.limits.timeout_ms} ms", elapsed)
+                self._finish(job, job.ended("timed_out", f"timed out after {job.request.limits.timeout_ms} ms", elapsed)
                              if why == "hung" else job.ended("failed", "sandbox worker died", elapsed))
         elif worker.retiring is None:
             self._lost_idle_at = time.monotonic()  # it may have taken a ticket without saying so
-        self._in_background(self._replace, worker, reason)
+        if surplus:
+            self._in_background(retire, worker, reason)
+        else:
+            self._in_background(self._replace, worker, reason)
 
     def _adopt(self) -> None:
         with self._lock:
@@ -466,6 +498,7 @@ class SandboxPool:
         for thread in background:
             thread.join(JOIN_S)
         self._caps.shutdown(wait=True)
+        self._waits.shutdown(wait=True)
         for end in (self._tickets_out, self._tickets_in):
             end.close()
         for fd in (self._wake_r, self._wake_w):
@@ -488,8 +521,8 @@ def _close_open_pools() -> None:
         pool.close()
 
 
-def _job_timeout(job: _Job | None) -> float:
-    return (job.limits.timeout_ms / 1000 if job is not None else 0.0) + GRACE_S
+def _job_timeout(job: Job | None) -> float:
+    return (job.request.limits.timeout_ms / 1000 if job is not None else 0.0) + GRACE_S
 
 
 def _drain_pipe(fd: int) -> None:
@@ -498,9 +531,3 @@ def _drain_pipe(fd: int) -> None:
             pass
     except (BlockingIOError, OSError):
         pass
-
-
-def _problem_from(value: Any) -> SyntaxProblem | None:
-    if value is None:
-        return None
-    return SyntaxProblem(str(value["message"]), int(value["line"]), int(value["column"]))

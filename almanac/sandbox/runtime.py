@@ -4,7 +4,9 @@ Each ``Sandbox.run`` builds a new Store and instance (nothing survives between
 runs) from the image of an initialised interpreter (``_snapshot``), calls the
 reactor's ``almanac_run`` with the job and the script (it drives the run's
 promise to completion), and reads the outcome the guest reported through its
-``finish`` import (``_wasi``); capability calls go through ``_bridge``.
+``finish`` import (``_wasi``); capability calls go through ``_bridge``, whose
+buffer keeps the run's writes: a succeeded run's ``RunResult`` carries them
+(``contract.Effects``), any other carries none.
 
 Caps, all enforced by the host:
 * time: epoch interruption (``_engine._Deadlines``) plus a check in every host
@@ -26,15 +28,15 @@ import os
 import re
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import wasmtime
 
 from . import _engine, _native, _wasi
 from ._bridge import Bridge, loads
-from .capabilities import Capabilities, NullCapabilities
+from .capabilities import Capabilities, NullCapabilities, request_cap
+from .contract import RunRequest, RunResult
 from .limits import MIB, Limits
 
 STATIC_MEMORY = 4 * MIB  # QuickJS's data segments and 2 MB C stack, beyond the JS heap
@@ -43,18 +45,6 @@ BOOTSTRAP_FRAMES = "<bootstrap>"  # the bootstrap's own frames are named so; the
 CHECK_LIMITS = Limits(timeout_ms=2000, memory_mb=64)
 
 _FRAME = re.compile(r"(?:/script\.js|<evalScript>):(\d+):(\d+)")
-
-
-@dataclass(frozen=True)
-class RunResult:
-    status: str  # "succeeded" | "failed" | "timed_out" | "memory_exceeded"
-    output: Any
-    error: str | None
-    error_line: int | None
-    error_column: int | None
-    logs: str
-    duration_ms: int
-    error_stack: str | None = None
 
 
 @dataclass(frozen=True)
@@ -87,23 +77,28 @@ class Sandbox:
 
     def check_syntax(self, source: str) -> SyntaxProblem | None:
         """Parse ``source`` as a module without running it."""
-        result = self._execute(source, {"mode": "check", "logBytes": 0}, CHECK_LIMITS, NullCapabilities())
+        result = self._execute(source, {"mode": "check", "logBytes": 0}, CHECK_LIMITS,
+                               Bridge(NullCapabilities(), CHECK_LIMITS, frozenset()))
         if result.status == "succeeded":
             return None
         return SyntaxProblem(result.error or "invalid script", result.error_line or 1,
                              result.error_column or 1)
 
-    def run(self, source: str, event: dict, limits: Limits, caps: Capabilities) -> RunResult:
-        """Run the script's default export on ``event``; never raises for the script's sake."""
-        job = {"mode": "run", "event": event, "logBytes": limits.log_bytes}
-        return self._execute(source, job, limits, caps)
+    def execute(self, request: RunRequest, caps: Capabilities) -> RunResult:
+        """Run the request's script on its event; never raises for the script's sake."""
+        job = {"mode": "run", "event": request.event, "logBytes": request.limits.log_bytes}
+        return self._execute(request.source, job, request.limits, Bridge(caps, request.limits, request.may))
 
-    def _execute(self, source: str, job: dict, limits: Limits, caps: Capabilities) -> RunResult:
+    def run(self, source: str, event: dict, limits: Limits, caps: Capabilities) -> RunResult:
+        """``execute`` of the request these make (every capability allowed)."""
+        return self.execute(RunRequest(source, event, limits), caps)
+
+    def _execute(self, source: str, job: dict, limits: Limits, bridge: Bridge) -> RunResult:
         if self._closed:
             raise RuntimeError("sandbox is closed")
-        started = time.monotonic()
+        started, cpu_started = time.monotonic(), time.thread_time()
         io = _wasi.RunIO(started + limits.timeout_ms / 1000, limits.log_bytes, limits.output_bytes,
-                         limits.kv_value_bytes + REQUEST_OVERHEAD, Bridge(caps, limits).handle)
+                         request_cap(limits.kv_value_bytes, REQUEST_OVERHEAD), bridge.handle)
         with self._shared.slots:  # an instance slot of the pooling allocator
             store = wasmtime.Store(self._shared.engine)
             deadlines = self._shared.deadlines
@@ -116,7 +111,8 @@ class Sandbox:
                 _wasi.bind(None)
                 memory_used = _memory_size(store, io)
                 store.close()
-        return _outcome(io, trap, memory_used - self._shared.image_memory, limits, started)
+        result = with_effects(_outcome(io, trap, memory_used - self._shared.image_memory, limits, started), bridge)
+        return replace(result, cpu_ms=int((time.thread_time() - cpu_started) * 1000))
 
     def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, job: bytes, script: bytes,
                limits: Limits) -> BaseException | None:
@@ -155,7 +151,7 @@ def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
 
 def _outcome(io: _wasi.RunIO, trap: BaseException | None, memory_grown: int, limits: Limits,
              started: float) -> RunResult:
-    logs = io.logs.decode("utf-8", "replace") + ("\n[truncated]" if io.logs_truncated else "")
+    logs = tuple(io.logs.decode("utf-8", "replace").splitlines()) + (("[truncated]",) if io.logs_truncated else ())
     elapsed = time.monotonic() - started
     duration = int(elapsed * 1000)
     kind, text = io.finished or (None, b"")
@@ -218,11 +214,25 @@ def _describe_trap(trap: BaseException, io: _wasi.RunIO) -> str:
     return "InternalError: the interpreter stopped (wasm trap)"
 
 
-def _ended(status: str, error: str, logs: str, duration: int) -> RunResult:
+def with_effects(result: RunResult, bridge: Bridge) -> RunResult:
+    """The result with what its run left to apply: its buffered writes if it succeeded, else nothing.
+
+    A run that was refused by a platform limit and did not succeed is not retried.
+    """
+    buffer = bridge.buffer
+    if result.status == "succeeded":
+        effects = buffer.effects()
+        return replace(result, effects=effects) if effects else result
+    if buffer.refused is not None:
+        return replace(result, refused=buffer.refused)
+    return result
+
+
+def _ended(status: str, error: str, logs: tuple[str, ...], duration: int) -> RunResult:
     return RunResult(status, None, error, None, None, logs, duration)
 
 
-def _failed(error: dict, logs: str, duration: int) -> RunResult:
+def _failed(error: dict, logs: tuple[str, ...], duration: int) -> RunResult:
     stack = str(error.get("stack") or "")
     frame = _FRAME.search(stack)
     # Keep only the script's frames: the bootstrap's are noise to a tenant.
@@ -232,7 +242,7 @@ def _failed(error: dict, logs: str, duration: int) -> RunResult:
                      int(frame.group(2)) if frame else None, logs, duration, own or None)
 
 
-def _succeeded(output_json: bytes, logs: str, duration: int) -> RunResult:
+def _succeeded(output_json: bytes, logs: tuple[str, ...], duration: int) -> RunResult:
     try:
         output = loads(output_json)
     except ValueError as exc:

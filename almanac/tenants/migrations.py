@@ -20,11 +20,12 @@ from almanac.db import TENANT_SCHEMA, Database, schema_for
 ALEMBIC_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
-def _config(tree: str, connection: Any, schema: str | None = None) -> Config:
+def _config(tree: str, connection: Any, schema: str | None = None, settings: Any = None) -> Config:
     cfg = Config()
     cfg.set_main_option("script_location", str(ALEMBIC_DIR / tree))
     cfg.attributes["connection"] = connection
     cfg.attributes["schema"] = schema
+    cfg.attributes["settings"] = settings  # t0009 encrypts existing webhook secrets under the operator's key
     return cfg
 
 
@@ -41,7 +42,7 @@ def upgrade_tenant(db: Database, slug: str) -> None:
         with db.engine.begin() as conn:
             conn.execute(CreateSchema(schema, if_not_exists=True))
     with db.tenant_connection(slug) as conn:
-        command.upgrade(_config("tenant", conn, schema), "head")
+        command.upgrade(_config("tenant", conn, schema, db.settings), "head")
         if conn.in_transaction():
             conn.commit()
 

@@ -14,9 +14,14 @@ MIN_LENGTH = 10
 MAX_LENGTH = 256
 
 
-def hash_password(password: str) -> str:
+def check_password(password: str) -> None:
+    """Refuse a password that may not be set, without the cost of hashing it."""
     if not (MIN_LENGTH <= len(password) <= MAX_LENGTH):
         raise ValidationError(f"A password must be {MIN_LENGTH} to {MAX_LENGTH} characters long.")
+
+
+def hash_password(password: str) -> str:
+    check_password(password)
     return _hasher.hash(password)
 
 

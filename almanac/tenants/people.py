@@ -12,7 +12,7 @@ from almanac.errors import Conflict, NotFound, ValidationError
 from almanac.tenants.models import ROLES, Membership, Tenant, User
 
 __all__ = ["Membership", "add_member", "change_role", "remove_member", "members_of", "memberships_of"]
-from almanac.tenants.passwords import generate_password, hash_password
+from almanac.tenants.passwords import check_password, generate_password, hash_password
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$|^[^@\s]{1,64}@localhost$")
 
@@ -46,7 +46,7 @@ def find_user(session: Session, email: str) -> User | None:
 def check_new_password(session: Session, email: str, password: str | None) -> None:
     """Validate a password before anything is written (an existing user keeps theirs)."""
     if password is not None and find_user(session, email) is None:
-        hash_password(password)
+        check_password(password)
 
 
 def add_member(

@@ -14,12 +14,13 @@ path parameter and on writes (a body may name a script that does not exist); 409
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from almanac.web import openapi_text
+from almanac.web import openapi_examples, openapi_text
 
 API_PREFIX = "/api/v1"
 WRITES = {"post", "put", "patch", "delete"}
@@ -45,9 +46,10 @@ ENVELOPE_SCHEMA: dict[str, Any] = {
             "type": "object",
             "required": ["code", "message"],
             "properties": {
-                "code": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
-                "message": {"type": "string"},
-                "details": {"type": "object"},
+                "code": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$",
+                         "description": "Stable, for programs: `not_found`, `validation_error`, `quota_exceeded`, …"},
+                "message": {"type": "string", "description": "For people: what is wrong and how to fix it."},
+                "details": {"type": "object", "description": "More, for some codes (a rule error's position)."},
             },
         }
     },
@@ -81,7 +83,7 @@ def document(app: FastAPI) -> dict[str, Any]:
     openapi_text.annotate(doc)
     components = doc.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
-    schemas["ErrorEnvelope"] = ENVELOPE_SCHEMA
+    schemas["ErrorEnvelope"] = copy.deepcopy(ENVELOPE_SCHEMA)
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)
     components["securitySchemes"] = {"bearer": {
@@ -96,6 +98,7 @@ def document(app: FastAPI) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             for status in statuses_for(method, path):
                 responses[str(status)] = _error_response(status)
+    openapi_examples.annotate(doc)
     return doc
 
 

@@ -27,8 +27,24 @@ TEXT: dict[tuple[str, str], tuple[str, str]] = {
                                                         "to be sent, to one target, newest first (admin)."),
     ("put", "/api/v1/jobs/{key}"): ("Create or replace a one-off job", "Upserts the pending job with this key: "
                                     "a new time or payload replaces the old. `run_at` carries an offset or Z."),
+    ("post", "/api/v1/jobs/batch"): ("Create or replace up to 1,000 jobs", "Upserts every job of the list in one "
+                                     "transaction, each as PUT /api/v1/jobs/{key} would, and answers each one's "
+                                     "outcome (`created`, `replaced`, `unchanged`). All or none: a bad item (an "
+                                     "unknown script, a key given twice, a bad field) refuses the batch with "
+                                     "422, naming each bad item by its index; the pending-jobs quota counts the "
+                                     "whole batch (429)."),
     ("get", "/api/v1/jobs/{key}"): ("Get a job", "A one-off job by its key, with its state."),
     ("delete", "/api/v1/jobs/{key}"): ("Cancel a job", "Cancels the pending job with this key."),
+    ("get", "/api/v1/egress"): ("Get the egress allowlist", "The hosts the tenant's scripts may reach with "
+                                "`fetch` (admin); empty by default, which reaches nothing."),
+    ("put", "/api/v1/egress"): ("Replace the egress allowlist", "Host names, `*.domain` wildcards and IP "
+                                "addresses with optional `:port` (admin). Every address is still checked by the "
+                                "outbound guard: private, loopback and metadata addresses stay refused."),
+    ("get", "/api/v1/secrets"): ("List secrets", "Names and `updated_at` of the tenant's secrets (admin); "
+                                 "values are never shown."),
+    ("put", "/api/v1/secrets/{name}"): ("Set a secret", "Creates (201) or replaces (200) a secret; the value is "
+                                        "encrypted at rest and readable only by the tenant's scripts (admin)."),
+    ("delete", "/api/v1/secrets/{name}"): ("Delete a secret", "Scripts then read null for it (admin)."),
     ("get", "/api/v1/kv"): ("List keys", "The tenant's keys that start with `prefix`, in pages of at most "
                             "1,000 with `next_cursor`: the same data that scripts see."),
     ("get", "/api/v1/kv/{key}"): ("Get a value", "The JSON value stored under a key."),
@@ -51,6 +67,11 @@ TEXT: dict[tuple[str, str], tuple[str, str]] = {
     ("get", "/api/v1/schedules"): ("List schedules", "The tenant's schedules with their next run."),
     ("post", "/api/v1/schedules"): ("Create a schedule", "Answers 201 with the schedule, its canonical rrule, "
                                     "description and next_run_at; rule errors are those of the preview."),
+    ("post", "/api/v1/schedules/batch"): ("Create up to 1,000 schedules", "Creates every schedule of the list in "
+                                          "one transaction, each as POST /api/v1/schedules would, and answers 201 "
+                                          "with them in order. All or none: a bad item (its rule, its script, a "
+                                          "bad field) refuses the batch with 422, naming each bad item by its "
+                                          "index; the schedules quota counts the whole batch (429)."),
     ("get", "/api/v1/schedules/{schedule_id}"): ("Get a schedule", "One schedule with its rule and policies."),
     ("patch", "/api/v1/schedules/{schedule_id}"): ("Change a schedule", "Changes the given fields; a new rule "
                                                    "replaces the planned occurrences."),

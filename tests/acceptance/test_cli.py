@@ -69,6 +69,11 @@ def one_tenant_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ["token", "create", "--tenant", "acme", "--name", "x", "--role", "root"],
         ["frobnicate"],
         ["serve", "--port", "99999"],
+        ["tenant", "retention", "nope", "--days", "7"],
+        ["tenant", "retention", "acme", "--days", "0"],
+        ["tenant", "retention", "acme", "--days", "7", "--default"],
+        ["prune", "--tenant", "nope"],
+        ["prune", "--batch", "0"],
     ],
     ids=lambda a: " ".join(a)[:60],
 )
@@ -117,3 +122,42 @@ def test_every_server_log_line_is_json(sqlite_settings: Settings) -> None:
     entries = [json.loads(line) for line in lines]  # raises on the first line that is not JSON
     assert any(e["event"] == "http.request" and e["path"] == "/healthz" and e["status"] == 200 for e in entries)
     assert any(e["logger"].startswith("uvicorn") and e["event"] != "http.request" for e in entries)
+
+
+def test_secrets_rotate_key_reencrypts_under_a_new_key_file(env: dict[str, str], settings: Any) -> None:
+    from cryptography.fernet import Fernet
+
+    from almanac.db import Database
+    from almanac.platform.clock import SystemClock
+    from almanac.vault import store
+    from almanac.vault.keyring import Keyring
+
+    assert almanac("migrate", env=env).returncode == 0
+    assert almanac("tenant", "create", "acme", "--admin-email", "a@acme.test", env=env).returncode == 0
+    db = Database(settings)
+    try:
+        with db.tenant_session("acme") as s:
+            store.put(s, Keyring(None, settings.var_dir), "API_TOKEN", "value-1234", now=SystemClock().now())
+        old = (settings.var_dir / "secrets_key").read_text().strip()
+        rotated = almanac("secrets", "rotate-key", env=env)
+        assert rotated.returncode == 0, rotated.stderr
+        assert "re-encrypted 1 secret(s)" in rotated.stdout
+        new = (settings.var_dir / "secrets_key").read_text().strip()
+        assert new != old and "," not in new
+        with db.tenant_session("acme") as s:
+            assert store.values(s, Keyring(new, settings.var_dir)) == {"API_TOKEN": "value-1234"}
+    finally:
+        db.dispose()
+    one_key = almanac("secrets", "rotate-key", env={**env, "ALMANAC_SECRETS_KEY": Fernet.generate_key().decode()})
+    assert one_key.returncode == 2 and "NEW,OLD" in one_key.stderr and len(one_key.stderr.splitlines()) == 1
+
+
+def test_retention_and_prune_from_the_command_line(one_tenant_env: dict[str, str]) -> None:
+    env = one_tenant_env
+    assert almanac("tenant", "retention", "acme", env=env).stdout == "acme\tretention 30 days\n"
+    assert almanac("tenant", "retention", "acme", "--days", "7", env=env).stdout == "acme\tretention 7 days\n"
+    assert almanac("tenant", "retention", "acme", env=env).stdout == "acme\tretention 7 days\n"
+    pruned = almanac("prune", env=env)
+    assert pruned.returncode == 0, pruned.stderr
+    assert pruned.stdout == "acme\truns 0\toccurrences 0\tevents 0\tdeliveries 0\n"
+    assert almanac("tenant", "retention", "acme", "--default", env=env).stdout == "acme\tretention 30 days\n"

@@ -78,8 +78,16 @@ def test_operating_pages_in_both_schemes_and_sizes(chromium, live, session_state
         _no_sideways_page_scroll(page)
         shot(page, f"operating-dashboard-{size}-{scheme}")
 
+        if size == "phone":  # the charts open on their newest days, today's bar in view
+            chart = page.locator(".chart .scroll").first
+            expect(chart).to_have_attribute("data-scrolled", "")
+            assert page.evaluate("b => b.scrollLeft + b.clientWidth >= b.scrollWidth - 1", chart.element_handle())
+
         page.goto("/runs")
         expect(page.locator("tbody tr")).to_have_count(4)
+        box = page.locator(".scroll").first
+        for cell in page.locator("tbody tr td:nth-child(2) .status").all():  # status reads without scrolling
+            assert _inside(page, cell, box)
         _no_sideways_page_scroll(page)
         shot(page, f"operating-runs-{size}-{scheme}")
 
@@ -87,6 +95,22 @@ def test_operating_pages_in_both_schemes_and_sizes(chromium, live, session_state
         expect(page.get_by_role("heading", name="Events it emitted")).to_be_visible()
         _no_sideways_page_scroll(page)
         shot(page, f"operating-run-{size}-{scheme}")
+
+        page.goto("/quotas")
+        expect(page.get_by_role("heading", name="Quotas")).to_be_visible()
+        expect(page.get_by_role("meter", name=re.compile("^Schedules: \\d+% used$"))).to_be_visible()
+        _no_sideways_page_scroll(page)
+        shot(page, f"operating-quotas-{size}-{scheme}")
+
+        page.goto("/members")
+        expect(page.get_by_role("heading", name="Invitations")).to_be_visible()
+        _no_sideways_page_scroll(page)
+        shot(page, f"operating-members-{size}-{scheme}")
+
+        page.goto("/audit")
+        expect(page.get_by_role("heading", name="Audit log")).to_be_visible()
+        _no_sideways_page_scroll(page)
+        shot(page, f"operating-audit-{size}-{scheme}")
 
         page.goto("/schedules")
         expect(page.get_by_label("Select nightly-report")).to_be_visible()
@@ -126,7 +150,7 @@ def test_times_show_seconds_and_milliseconds_on_hover(chromium, live, session_st
     page = context.new_page()
     try:
         page.goto(f"/runs/{seeded.retry}")
-        started = page.locator("dt:text('Started') + dd time")
+        started = page.locator("dt:text-is('Started') + dd time")
         expect(started).to_have_text(re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CE[S]?T$"))
         expect(started).to_have_attribute("title", re.compile(r"\d\d:\d\d:\d\d\.\d{3} CE[S]?T · .*UTC"))
         # its other attempt is one click away, and back
@@ -182,5 +206,51 @@ def test_pause_with_a_note_from_the_list_by_keyboard(chromium, live, session_sta
         page.get_by_label("Note for resume (optional: why)").fill("vendor is back")
         page.get_by_role("button", name="Resume").click()
         expect(page.locator("#pause-note-shown")).to_contain_text("Resumed by admin@acme.test: vendor is back")
+    finally:
+        context.close()
+
+
+def test_admin_pages_by_keyboard_from_the_navigation(chromium, live, session_state):
+    """Each admin page of this round is a link in the main navigation, reached with Tab and opened with Enter."""
+    context = _context(chromium, live, session_state, "wide", "light")
+    page = context.new_page()
+    try:
+        page.goto("/")
+        for name, heading in (("Members", "Invitations"), ("Quotas", "Quotas"), ("Audit", "Audit log")):
+            link = page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True)
+            for _ in range(40):
+                page.keyboard.press("Tab")
+                if page.evaluate("document.activeElement.textContent.trim()") == name:
+                    break
+            expect(link).to_be_focused()
+            page.keyboard.press("Enter")
+            expect(page.get_by_role("heading", name=heading, exact=True)).to_be_visible()
+            expect(page.get_by_role("navigation", name="Main").get_by_role("link", name=name, exact=True)
+                   ).to_have_attribute("aria-current", "page")
+    finally:
+        context.close()
+
+
+def test_run_page_shows_the_stored_event_cpu_and_your_zone(chromium, live, session_state, seeded):
+    db = Database(live["settings"])
+    try:
+        with db.tenant_session(SLUG) as session:
+            run = session.get(Run, seeded.retry)
+            run.event = '{"payload": {"report": "as given"}, "attempt": 2}'
+            run.cpu_ms = 87
+    finally:
+        db.dispose()
+    context = chromium.new_context(base_url=live["base"], viewport=SIZES["phone"], color_scheme="dark",
+                                   timezone_id="America/New_York", locale="en-US", storage_state=session_state)
+    page = context.new_page()
+    try:
+        page.goto("/")  # app.js learns the zone into its cookie
+        page.goto(f"/runs/{seeded.retry}")
+        expect(page.locator("#run-event")).to_contain_text('"report": "as given"')
+        expect(page.locator("dt:text('CPU') + dd")).to_have_text("87 ms")
+        expect(page.locator("#run-started-yours time")).to_have_text(re.compile(r"\d\d:\d\d:\d\d E[SD]T$"))
+        expect(page.locator("#run-fetches-none")).to_have_text("None.")
+        _no_sideways_page_scroll(page)
+        shot(page, "operating-run-stored-phone-dark")
     finally:
         context.close()

@@ -45,9 +45,10 @@ BODIES: dict[tuple[str, str], Any] = {
     ("POST", "/api/v1/deliveries/{delivery_id}/retry"): None,
     ("GET", "/api/v1/events/{event_id}/deliveries"): None,
     ("GET", "/api/v1/targets/{target_id}/deliveries"): None,
+    ("DELETE", "/api/v1/secrets/{name}"): None,
 }
 # Keys are names inside the caller's own namespace: A writing key "k" makes A's "k", never B's.
-UPSERTS = {("PUT", "/api/v1/jobs/{key}"), ("PUT", "/api/v1/kv/{key:path}")}
+UPSERTS = {("PUT", "/api/v1/jobs/{key}"), ("PUT", "/api/v1/kv/{key:path}"), ("PUT", "/api/v1/secrets/{name}")}
 
 
 def _b_objects(b: Any, database: Any = None, now: Any = None) -> dict[str, Any]:
@@ -60,6 +61,7 @@ def _b_objects(b: Any, database: Any = None, now: Any = None) -> dict[str, Any]:
     job = b.put("/api/v1/jobs/b-job", json={"script_id": script_id, "run_at": "2030-01-01T00:00:00Z"})
     assert job.status_code in (200, 201), job.text
     assert b.put("/api/v1/kv/b-key", json={"value": {"secret": "of b"}}).status_code in (200, 201)
+    assert b.put("/api/v1/secrets/B_SECRET", json={"value": "b's own"}).status_code == 201
     target = b.post("/api/v1/targets", json={
         "kind": "email", "name": "b-mail", "topics": ["*"], "recipients": ["ops@b.test"],
         "subject_template": "{{ topic }}", "body_template": "{{ data }}",
@@ -82,7 +84,7 @@ def _b_objects(b: Any, database: Any = None, now: Any = None) -> dict[str, Any]:
         "script_id": script_id, "version": 1, "schedule_id": schedule.json()["id"], "key": "b-job",
         "key:path": "b-key", "run_id": run.json()["id"], "user_id": member["user_id"],
         "invitation_id": invitation.json()["id"], "token_id": token.json()["id"],
-        "target_id": target.json()["id"], "delivery_id": delivery_id, "event_id": event_id,
+        "target_id": target.json()["id"], "delivery_id": delivery_id, "event_id": event_id, "name": "B_SECRET",
     }
 
 
@@ -122,6 +124,7 @@ def test_a_gets_404_for_every_object_of_b(app: Any, tenants: tuple[Any, Any], da
     # ...and B still has everything, unchanged.
     assert b.get(f"/api/v1/schedules/{ids['schedule_id']}").json()["name"] == "b-daily"
     assert b.get("/api/v1/kv/b-key").json()["value"] == {"secret": "of b"}
+    assert [item["name"] for item in b.get("/api/v1/secrets").json()["items"]] == ["B_SECRET"]
 
 
 def test_lists_and_upserts_stay_in_the_callers_tenant(tenants: tuple[Any, Any]) -> None:

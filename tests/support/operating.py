@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from datetime import datetime, timedelta
 from typing import Any
 
 from almanac.delivery import targets
 from almanac.delivery.models import Delivery
 from almanac.platform.models import Event, Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.vault.keyring import Keyring
+
+# A key of its own: the scene's webhook secrets are encrypted without touching any key file.
+_KEYRING = Keyring("S3AHGcm2aOSzKX7l3KGLbkH_6qQpXfwrcTqpJH6l3gE=", Path("/nonexistent"))
 
 
 @dataclass
@@ -85,7 +90,8 @@ def seed(db: Any, tenant: str, script_id: int, now: datetime) -> Seeded:
         s.flush()
         for name, status, code in (("Reports hook", "succeeded", 200), ("Broken hook", "dead", 500)):
             target, _ = targets.create(s, {"kind": "webhook", "name": name, "url": "https://93.184.216.34/h",
-                                           "topics": ["report.*"]}, now=t0, allow_private=True)
+                                           "topics": ["report.*"]}, now=t0, allow_private=True,
+                                           keyring=_KEYRING)
             s.add(Delivery(event_id=event.id, target_id=target.id, order_key=f"s{sch.id}", status=status,
                            attempts=1, last_status_code=code, last_latency_ms=25, created_at=t0, updated_at=t0,
                            last_error=None if code == 200 else "HTTP 500: no"))

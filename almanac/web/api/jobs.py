@@ -6,8 +6,9 @@ from __future__ import annotations
 from fastapi import BackgroundTasks, Path, Response
 
 from almanac import jsonsafe
-from almanac.platform import service
+from almanac.platform import batch, service
 from almanac.platform.models import Job
+from almanac.web.api.schemas_batch import JobBatchIn, JobBatchOut, JobBatchResult
 from almanac.web.api.schemas_scheduler import JobIn, JobOut
 from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
@@ -23,6 +24,19 @@ def _out(session: TenantSession, job: Job) -> JobOut:
         next_run_at=service.job_next_run_at(session, job), root_key=job.root_key, depth=job.depth,
         created_at=job.created_at, updated_at=job.updated_at,
     )
+
+
+@router.post("/batch")
+def put_jobs(body: JobBatchIn, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
+             background: BackgroundTasks) -> JobBatchOut:
+    items = [item.model_dump() for item in body.jobs]
+    outcomes = batch.upsert_jobs(session, items, services.clock.now())
+    counts = {name: sum(1 for o in outcomes if o.outcome == name) for name in (batch.CREATED, batch.REPLACED)}
+    # One entry for the batch (the audit log caps an entry's size): how many, and which keys.
+    audit(session, "job.batch", f"{len(items)} jobs", {**counts, "keys": [o.key for o in outcomes[:50]]})
+    background.add_task(services.wake, principal.tenant_slug)  # after the commit
+    return JobBatchOut(items=[JobBatchResult(index=i, key=o.key, outcome=o.outcome, state=o.state)
+                              for i, o in enumerate(outcomes)])
 
 
 @router.put("/{key}", responses={201: {"description": "Created", "model": JobOut}})

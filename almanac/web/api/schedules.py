@@ -6,8 +6,9 @@ from __future__ import annotations
 from fastapi import BackgroundTasks, Query
 
 from almanac import jsonsafe
-from almanac.platform import recurrence, service
+from almanac.platform import batch, recurrence, service
 from almanac.platform.models import Schedule
+from almanac.web.api.schemas_batch import ScheduleBatchIn, ScheduleBatchOut
 from almanac.web.api.schemas_scheduler import NextOut, ScheduleIn, ScheduleOut, SchedulePatch
 from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
@@ -15,10 +16,14 @@ from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_r
 router = api_router(prefix="/schedules", tags=["schedules"], read="viewer", write="editor")
 
 
-def _out(sch: Schedule) -> ScheduleOut:
+def _describe(sch: Schedule) -> str:
+    return recurrence.describe(recurrence.load(sch.rrule, sch.input_kind))
+
+
+def _out(sch: Schedule, description: str | None = None) -> ScheduleOut:
     return ScheduleOut(
         id=sch.id, name=sch.name, script_id=sch.script_id, rule=sch.rule_text, input_kind=sch.input_kind,
-        rrule=sch.rrule, description=recurrence.describe(recurrence.load(sch.rrule, sch.input_kind)),
+        rrule=sch.rrule, description=description if description is not None else _describe(sch),
         timezone=sch.timezone, payload=jsonsafe.loads_stored(sch.payload), enabled=sch.enabled, misfire=sch.misfire,
         catchup_window_s=sch.catchup_window_s, overlap=sch.overlap, expire_after_s=sch.expire_after_s,
         max_attempts=sch.max_attempts, retry_backoff_s=sch.retry_backoff_s, priority=sch.priority,
@@ -48,6 +53,24 @@ def create_schedule(body: ScheduleIn, session: TenantSession, principal: Current
                                   min_interval_s=principal.min_interval_seconds)
     audit(session, "schedule.create", f"schedule {sch.id}", body.model_dump())
     return _changed(session, sch, principal, services, background)
+
+
+@router.post("/batch", status_code=201)
+def create_schedules(body: ScheduleBatchIn, session: TenantSession, principal: CurrentPrincipal,
+                     services: ServicesDep, background: BackgroundTasks) -> ScheduleBatchOut:
+    created = batch.create_schedules(session, services.store.rules, [item.model_dump() for item in body.schedules],
+                                     now=services.clock.now(), min_interval_s=principal.min_interval_seconds)
+    audit(session, "schedule.batch_create", f"{len(created)} schedules",
+          {"ids": [created[0].id, created[-1].id] if created else [], "count": len(created)})
+    background.add_task(services.wake, principal.tenant_slug)  # after the commit
+    described: dict[str, str] = {}  # a batch often repeats one rule: describe it once
+
+    def description(sch: Schedule) -> str:
+        if sch.rrule not in described:
+            described[sch.rrule] = _describe(sch)
+        return described[sch.rrule]
+
+    return ScheduleBatchOut(items=[_out(sch, description(sch)) for sch in created])
 
 
 @router.get("/{schedule_id}")

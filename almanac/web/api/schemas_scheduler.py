@@ -212,6 +212,20 @@ class JobOut(BaseModel):
     updated_at: datetime
 
 
+class FetchRecord(BaseModel):
+    """One `fetch` of a run (SPEC section 9: no bodies); secret values appear as `[secret NAME]`."""
+
+    model_config = ConfigDict(json_schema_extra={"example": {
+        "method": "GET", "url": "https://api.frankfurter.app/latest?from=EUR", "status": 200, "bytes": 312,
+        "duration_ms": 84}})
+    method: str = Field(description="HTTP method sent")
+    url: str = Field(description="the URL of the last request made (after redirects)")
+    status: int | None = Field(default=None, description="the answer's HTTP status; null when none came")
+    bytes: int = Field(default=0, description="size of the answer's body in bytes")
+    duration_ms: int = Field(default=0, description="wall time of the call, redirects included")
+    error: str | None = Field(default=None, description="why the call was refused or failed, if it was")
+
+
 class RunOut(BaseModel):
     id: int
     schedule_id: int | None
@@ -230,6 +244,11 @@ class RunOut(BaseModel):
     error_line: int | None
     logs: list[str]
     duration_ms: int | None
+    event: Any = None  # what the script was given; null for runs recorded before it was kept
+    cpu_ms: int | None = None
+    events: list[int] = []  # ids of the events it emitted
+    root_key: str | None = None  # the chain a job's run belongs to
+    http: list[FetchRecord] = Field(default_factory=list, description="the run's fetches, in order")
 
 
 class RunPage(BaseModel):
@@ -252,11 +271,14 @@ class KvPage(BaseModel):
     next_cursor: str | None
 
 
-def run_out(run: Any) -> RunOut:
+def run_out(run: Any, events: list[int] | None = None, root_key: str | None = None) -> RunOut:
     return RunOut(
         id=run.id, schedule_id=run.schedule_id, job_key=run.job_key, script_id=run.script_id,
         script_version=run.script_version, trigger=run.trigger, scheduled_for=run.scheduled_for,
         started_at=run.started_at, finished_at=run.finished_at, status=run.status, reason=run.reason,
         attempt=run.attempt, output=None if run.output is None else jsonsafe.loads_stored(run.output), error=run.error,
         error_line=run.error_line, logs=jsonsafe.loads_stored(run.logs) if run.logs else [], duration_ms=run.duration_ms,
+        event=None if run.event is None else jsonsafe.loads_stored(run.event), cpu_ms=run.cpu_ms,
+        events=events or [], root_key=root_key,
+        http=jsonsafe.loads_stored(run.http) if getattr(run, "http", None) else [],
     )

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from almanac.delivery import targets
+from almanac.vault import keyring
 from almanac.web.audit import audit
 from almanac.web.deps import ServicesDep, TenantSession, api_router
 
@@ -67,7 +68,8 @@ def list_targets(session: TenantSession) -> list[TargetOut]:
 @router.post("", status_code=201)
 def create_target(body: TargetIn, session: TenantSession, services: ServicesDep) -> TargetOut:
     row, secret = targets.create(session, body.model_dump(), now=services.clock.now(),
-                                 allow_private=services.settings.allow_private_targets)
+                                 allow_private=services.settings.allow_private_targets,
+                                 keyring=keyring.for_settings(services.settings))
     audit(session, "target.create", f"target {row.id}", body.model_dump())
     return _out(row, secret)
 
@@ -87,7 +89,8 @@ def change_target(target_id: int, body: TargetPatch, session: TenantSession, ser
 
 @router.post("/{target_id}/rotate-secret")
 def rotate_secret(target_id: int, session: TenantSession, services: ServicesDep) -> TargetOut:
-    row, secret = targets.rotate_secret(session, target_id, now=services.clock.now())
+    row, secret = targets.rotate_secret(session, target_id, now=services.clock.now(),
+                                          keyring=keyring.for_settings(services.settings))
     audit(session, "target.rotate_secret", f"target {target_id}")
     return _out(row, secret)
 

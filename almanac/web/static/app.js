@@ -47,6 +47,11 @@
     for (var i = 0; i < boxes.length; i++) {
       var box = boxes[i];
       if (box.scrollWidth > box.clientWidth + 1) {
+        // A chart reads left to right in days: on a narrow screen show the newest days first.
+        if (box.closest(".chart") && !box.hasAttribute("data-scrolled")) {
+          box.setAttribute("data-scrolled", "");
+          box.scrollLeft = box.scrollWidth;
+        }
         box.setAttribute("tabindex", "0");
         box.setAttribute("role", "region");
         if (!box.hasAttribute("aria-label")) box.setAttribute("aria-label", "Table (scrolls sideways)");
@@ -56,7 +61,22 @@
       }
     }
   }
+  // The rule builder: show only the fields that mean something for the chosen frequency
+  // (the stylesheet does it with :has(); this covers browsers without it).
+  function frequencyFields() {
+    var freq = document.getElementById("freq");
+    if (!freq) return;
+    function toggle() {
+      var parts = document.querySelectorAll("[data-freqs]");
+      for (var i = 0; i < parts.length; i++) {
+        parts[i].hidden = (" " + parts[i].getAttribute("data-freqs") + " ").indexOf(" " + freq.value + " ") < 0;
+      }
+    }
+    freq.addEventListener("change", toggle);
+    toggle();
+  }
   function init() {
+    frequencyFields();
     var areas = document.querySelectorAll("textarea.code");
     for (var i = 0; i < areas.length; i++) numberLines(areas[i]);
     scrollBoxes();

@@ -250,7 +250,8 @@ def _nav(principal: Principal | None) -> list[tuple[str, str]]:
         return []
     items = [("/", "Dashboard"), ("/schedules", "Schedules"), ("/jobs", "Jobs"), ("/runs", "Runs"), ("/calendar", "Calendar"), ("/kv", "Data")]
     if principal.has("admin"):
-        items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members"), ("/audit", "Audit")]
+        items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members"), ("/egress", "Egress"),
+                  ("/secrets", "Secrets"), ("/quotas", "Quotas"), ("/audit", "Audit")]
     return items
 
 

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 from fastapi import Request
 from fastapi.responses import Response
 
+from almanac.vault import keyring
 from almanac.delivery import store, targets
 from almanac.delivery.models import DEAD, FAILED, KINDS, STATUSES, WEBHOOK, Target
 from almanac.errors import AlmanacError, Conflict, NotFound
@@ -126,7 +127,8 @@ async def create_target(request: Request, principal: PagePrincipal, services: Se
     try:
         with tenant_db(services, principal) as session:
             row, secret = targets.create(session, values.fields(creating=True), now=services.clock.now(),
-                                         allow_private=_allow_private(services))
+                                         allow_private=_allow_private(services),
+                                         keyring=keyring.for_settings(services.settings))
             target_id = row.id
             audit(session, "target.create", f"target {row.id}", values.fields(creating=True), request=request)
     except AlmanacError as refused:
@@ -206,7 +208,8 @@ def confirm_rotate(request: Request, target_id: int, principal: PagePrincipal, s
 @router.post("/targets/{target_id}/rotate-secret")
 def rotate_secret(request: Request, target_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
     with tenant_db(services, principal) as session:
-        _row, secret = targets.rotate_secret(session, target_id, now=services.clock.now())
+        _row, secret = targets.rotate_secret(session, target_id, now=services.clock.now(),
+                                              keyring=keyring.for_settings(services.settings))
         audit(session, "target.rotate_secret", f"target {target_id}", request=request)
     return _secret_page(request, principal, services, target_id, secret, 200)
 

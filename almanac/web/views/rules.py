@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from almanac.errors import AlmanacError, InvalidRule
 from almanac.platform import recurrence
 from almanac.tenants.auth import Principal
+from almanac.web.views.rule_fields import RELEVANT, fields_of
 from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, viewer_zone
 
 # The preview changes nothing, so anyone who can read the page may use it.
@@ -31,7 +32,6 @@ COMMON_ZONES = ["UTC", "Europe/London", "Europe/Berlin", "Europe/Paris", "Americ
                 "America/Denver", "America/Los_Angeles", "America/Sao_Paulo", "Asia/Tokyo", "Asia/Kolkata",
                 "Asia/Singapore", "Australia/Sydney", "Africa/Johannesburg"]
 _DAY_CODES = {code for code, _ in WEEKDAYS}
-_SUB_DAILY = {"HOURLY", "MINUTELY"}
 PREVIEW_COUNT = 10
 
 
@@ -82,21 +82,22 @@ class RuleForm:
         if interval != 1:
             parts.append(f"INTERVAL={interval}")
         parts += self._days(freq)
-        if freq not in _SUB_DAILY and self.at:
+        if "at" in RELEVANT[freq] and self.at:
             moment = _time_of_day(self.at)
             parts += [f"BYHOUR={moment.hour}", f"BYMINUTE={moment.minute}"]
         parts += self._end()
         return ";".join(parts)
 
     def _days(self, freq: str) -> list[str]:
-        out = []
-        if self.ordinal and freq in ("MONTHLY", "YEARLY"):
+        # Only the fields shown for this frequency count: a hidden one never changes the rule.
+        out, relevant = [], RELEVANT[freq]
+        if self.ordinal and "ordinal" in relevant:
             if self.ordinal not in dict(ORDINALS) or self.ordinal_day not in _DAY_CODES:
                 raise InvalidRule("Choose which weekday of the month (first … last).")
             out.append(f"BYDAY={int(self.ordinal)}{self.ordinal_day}")
-        elif self.byday:
+        elif self.byday and "byday" in relevant:
             out.append("BYDAY=" + ",".join(self.byday))
-        if self.monthdays:
+        if self.monthdays and "monthdays" in relevant:
             days = [_whole(d, "Month day", -31, 31) for d in self.monthdays.replace(" ", "").split(",") if d]
             if 0 in days:
                 raise InvalidRule("Month days run from 1 to 31, or -1 (the last day) to -31.")
@@ -165,11 +166,63 @@ def preview_context(form: RuleForm, principal: Principal, now: datetime, viewer:
     except AlmanacError as refused:
         return {"refusal": refused.message, "code": refused.code, "marked": _marked(form, refused)}
     rule_zone = result.next[0].tzinfo if result.next else ZoneInfo(form.timezone)
-    dates = [(when, when.astimezone(viewer)) for when in result.next]
+    dates = [(when, when.astimezone(viewer), flag) for when, flag in zip(result.next, dst_flags(result, viewer))]
     return {
         "preview": result, "dates": dates, "rule_zone": rule_zone, "viewer": viewer,
         "show_viewer": str(viewer) != str(rule_zone),
     }
+
+
+def dst_flags(result: recurrence.Preview, viewer: ZoneInfo) -> list[str]:
+    """For each next date, what a DST change does to it ("" when nothing): moved out of a gap,
+    or the first date after the rule's zone (or the viewer's) changed its UTC offset."""
+    moved = {shift.runs_at: shift.note for shift in result.shifts}
+    flags, before = [], None
+    for when in result.next:
+        offsets = (when.utcoffset(), when.astimezone(viewer).utcoffset())
+        notes = [moved[when]] if when in moved else []
+        if before is not None and offsets[0] != before[0]:
+            notes.append(f"clocks changed: now {_utc(offsets[0])} in {when.tzinfo}")
+        elif before is not None and offsets[1] != before[1]:
+            notes.append(f"clocks changed in your zone: now {_utc(offsets[1])}")
+        flags.append("; ".join(notes))
+        before = offsets
+    return flags
+
+
+def _utc(offset: timedelta | None) -> str:
+    minutes = int((offset or timedelta(0)).total_seconds() // 60)
+    sign, minutes = ("+" if minutes >= 0 else "-"), abs(minutes)
+    return f"UTC{sign}{minutes // 60:02d}:{minutes % 60:02d}"
+
+
+def form_for_rule(rule_text: str, canonical: str, input_kind: str, timezone: str) -> tuple[RuleForm, str]:
+    """The builder for editing a stored rule: the rule as typed, the fields filled back from it
+    where they can express it, and a sentence saying which (shown above the builder).
+
+    It opens on the fields when they would write back exactly the stored text (it was built
+    there); otherwise on the text as typed, with the fields ready beside it. Start shows the
+    rule's own start (DTSTART), which the fields need (a yearly rule's day, an interval's phase);
+    the preview and the save both use it, and emptying it means "from now"."""
+    try:
+        rec = recurrence.load(canonical, input_kind)
+    except AlmanacError:
+        return RuleForm(rule=rule_text, timezone=timezone), "The fields cannot show this rule; edit it as text."
+    fill = fields_of(rec)
+    start = f"{rec.start_wall:%Y-%m-%dT%H:%M}"
+    if fill.values is None:
+        return (RuleForm(rule=rule_text, timezone=timezone, start=start),
+                f"The fields cannot show this rule: {fill.reason} Edit it as text.")
+    form = RuleForm(rule=rule_text, **{**fill.values, "start": start})
+    try:
+        built = form.rule_text()
+    except InvalidRule:  # pragma: no cover - fields_of only fills what the fields accept
+        built = ""
+    if built == rule_text:
+        return form, "The fields show this schedule's rule."
+    form.mode = "text"
+    return form, ("The fields hold this rule too: choose “Build from fields” to change it there "
+                  "(it is then saved as an RRULE).")
 
 
 def _marked(form: RuleForm, refused: AlmanacError) -> tuple[str, str, str] | None:
@@ -193,11 +246,18 @@ async def rule_preview(request: Request, principal: PagePrincipal, services: Ser
     return render(request, "_preview.html", oob=True, **context)
 
 
-def builder_context(form: RuleForm, principal: Principal, now: datetime, viewer: ZoneInfo) -> dict[str, Any]:
+def relevant_for(name: str) -> str:
+    """The frequencies for which a field means something, as the page's `data-freqs` lists them."""
+    return " ".join(freq for freq, fields in RELEVANT.items() if name in fields)
+
+
+def builder_context(form: RuleForm, principal: Principal, now: datetime, viewer: ZoneInfo,
+                    fill_note: str | None = None) -> dict[str, Any]:
     """Everything `_rule_builder.html` needs, with the first preview already rendered."""
     return {
         "rf": form, "frequencies": FREQUENCIES, "weekdays": WEEKDAYS, "ordinals": ORDINALS,
-        "zones": COMMON_ZONES, **preview_context(form, principal, now, viewer),
+        "zones": COMMON_ZONES, "relevant_for": relevant_for, "fill_note": fill_note,
+        **preview_context(form, principal, now, viewer),
     }
 
 

@@ -20,7 +20,8 @@ from almanac.platform.models import Event, Job, Run, Schedule
 @dataclass
 class RunContext:
     event: Any = None
-    event_rebuilt: bool = False  # True when the event is rebuilt from today's payload, not stored with the run
+    # True for runs recorded before the event was kept (t0008): rebuilt from today's payload.
+    event_rebuilt: bool = False
     emitted: list[dict[str, Any]] = field(default_factory=list)  # {event, deliveries: [(delivery, target name)]}
     follow_ups: list[Job] = field(default_factory=list)
     attempts: list[Run] = field(default_factory=list)  # every attempt of the occurrence, this one included
@@ -31,7 +32,11 @@ class RunContext:
 
 
 def _stored(run: Run, name: str) -> Any:
-    """A column another part of the platform may add to runs (event, http, cpu_ms); None until it does."""
+    """A run's stored `event`, `cpu_ms` or `http` (JSON text decoded); None when absent.
+
+    `http` (the run's fetches) is added by the fetch work in its own migration: read by name
+    so this page shows it as soon as it exists, and an empty state until then.
+    """
     value = getattr(run, name, None)
     if isinstance(value, str) and name in ("event", "http"):
         try:
@@ -39,6 +44,20 @@ def _stored(run: Run, name: str) -> Any:
         except ValueError:
             return None
     return value
+
+
+FETCH_FIELDS = ("method", "url", "status", "error", "bytes", "duration_ms")
+
+
+def fetch_rows(value: Any) -> list[dict[str, Any]]:
+    """A run's `http` record as the page's rows: every field present (None when the record lacks it).
+
+    The record is written by the fetch work; the page must not break on a field it leaves out,
+    nor on a value that is not a list of objects (shown as no fetches).
+    """
+    if not isinstance(value, list):
+        return []
+    return [{name: item.get(name) for name in FETCH_FIELDS} for item in value if isinstance(item, dict)]
 
 
 def rebuilt_event(run: Run, payload: Any) -> dict[str, Any]:
@@ -56,7 +75,7 @@ def rebuilt_event(run: Run, payload: Any) -> dict[str, Any]:
 
 
 def run_context(s: Session, run: Run) -> RunContext:
-    ctx = RunContext(cpu_ms=_stored(run, "cpu_ms"), http=_stored(run, "http") or [])
+    ctx = RunContext(cpu_ms=_stored(run, "cpu_ms"), http=fetch_rows(_stored(run, "http")))
     if run.schedule_id is not None:
         ctx.schedule = s.get(Schedule, run.schedule_id)
     if run.job_key is not None:

@@ -16,18 +16,20 @@ from fastapi.responses import Response
 from pydantic import ValidationError as PydanticError
 
 from almanac.errors import AlmanacError, Forbidden
-from almanac.platform import recurrence, service
+from almanac.platform import recurrence, service, trial
 from almanac.platform.models import Schedule
 from almanac.tenants.auth import Principal
-from almanac.web.api.schemas_scheduler import ScheduleIn
+from almanac.web.api.schemas_scheduler import RunNowIn, ScheduleIn
 from almanac.web.audit import audit
-from almanac.web.views import charts, queries
+from almanac.web.views import calendar, charts, queries
 from almanac.web.views.common import (
-    PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db, validation_message, viewer_zone,
+    PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
+    viewer_zone,
 )
-from almanac.web.views.rules import RuleForm, builder_context
+from almanac.web.views.rules import RuleForm, builder_context, form_for_rule, recurrence_zone
 
 router = page_router(read="viewer", write="editor")
+CALENDAR_WEEKS = 4  # what the schedule's page shows of its calendar unless asked (1-6)
 POLICY_DEFAULTS = {"misfire": "run_once", "overlap": "skip", "max_attempts": "3", "retry_backoff_s": "10",
                    "catchup_window_s": "86400", "expire_after_s": "", "priority": "0"}
 
@@ -67,10 +69,11 @@ def _need_editor(principal: Principal) -> None:
 
 
 def _form_page(request: Request, principal: Principal, services: ServicesDep, *, sch: Schedule | None,
-               values: dict[str, Any], rf: RuleForm, status_code: int = 200, error: str | None = None) -> Response:
+               values: dict[str, Any], rf: RuleForm, status_code: int = 200, error: str | None = None,
+               fill_note: str | None = None) -> Response:
     with tenant_db(services, principal) as session:
         scripts = queries.script_names(session)
-    context = builder_context(rf, principal, services.clock.now(), viewer_zone(request))
+    context = builder_context(rf, principal, services.clock.now(), viewer_zone(request), fill_note)
     return render(request, "schedule_form.html", status_code=status_code, sch=sch, form=values, scripts=scripts,
                   error=error, **context)
 
@@ -135,15 +138,56 @@ async def create_schedule(request: Request, principal: PagePrincipal, services: 
 
 
 @router.get("/schedules/{schedule_id}")
-def schedule_page(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+def schedule_page(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep,
+                  weeks: int = CALENDAR_WEEKS) -> Response:
+    return _schedule_view(request, schedule_id, principal, services, weeks)
+
+
+def _schedule_view(request: Request, schedule_id: int, principal: Principal, services: ServicesDep,
+                   weeks: int = CALENDAR_WEEKS, status_code: int = 200, **extra: Any) -> Response:
     now = services.clock.now()
     with tenant_db(services, principal) as session:
         sch = service.get_schedule(session, schedule_id)
         runs, _ = service.list_runs(session, schedule_id=schedule_id, limit=10)
         script = queries.script_names(session).get(sch.script_id, f"#{sch.script_id}")
         upcoming = service.next_times(sch, now, 10) if sch.enabled else []
-    return render(request, "schedule.html", sch=sch, description=describe(sch), runs=runs, script=script,
-                  upcoming=upcoming, zone=sch.timezone, payload=json.loads(sch.payload))
+    # Its own calendar, in its own zone (that zone's DST days marked), with the calendar page's grid.
+    weeks = min(max(weeks, 1), 6)
+    grid = calendar.build_calendar([sch] if sch.enabled else [], now, recurrence_zone(sch.timezone), weeks)
+    return render(request, "schedule.html", status_code, sch=sch, description=describe(sch), runs=runs,
+                  script=script, upcoming=upcoming, zone=sch.timezone, payload=json.loads(sch.payload), grid=grid,
+                  weeks=weeks, per_day=calendar.PER_DAY_SHOWN, **extra)
+
+
+@router.post("/schedules/{schedule_id}/try")
+async def try_schedule(request: Request, schedule_id: int, principal: PagePrincipal,
+                       services: ServicesDep) -> Response:
+    """Run with payload: the schedule's script on the (edited) payload, shown and never applied (no run,
+    no kv change, no event, no job: `platform.trial`). Audited, as run-now is: tenant code ran."""
+    text = str((await request.form()).get("payload", "")).strip() or "null"
+    try:
+        payload = RunNowIn(payload=json.loads(text)).payload
+    except (ValueError, PydanticError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else _reason(exc)
+        return _trial_answer(request, principal, services, schedule_id, text, error=f"Payload is not JSON: {reason}")
+    with tenant_db(services, principal) as session:
+        sch = service.get_schedule(session, schedule_id)
+        script = service.get_script(session, sch.script_id)
+        source, limits = service.script_source(session, script), (script.timeout_ms, script.memory_mb)
+        audit(session, "schedule.try", f"schedule {schedule_id}", {"payload": payload}, request=request)
+    outcome = trial.trial_run(services.runner, services.store, principal.tenant_slug, source=source,
+                              payload=payload, schedule_id=schedule_id, now=services.clock.now(),
+                              timeout_ms=limits[0], memory_mb=limits[1])
+    return _trial_answer(request, principal, services, schedule_id, text, trial=outcome)
+
+
+def _trial_answer(request: Request, principal: Principal, services: ServicesDep, schedule_id: int, payload: str,
+                  **result: Any) -> Response:
+    status = 422 if "error" in result else 200
+    if is_htmx(request):
+        return render(request, "_trial_result.html", status, **result)
+    return _schedule_view(request, schedule_id, principal, services, status_code=status, trial_payload=payload,
+                          trial_result=result)
 
 
 @router.get("/schedules/{schedule_id}/edit")
@@ -154,8 +198,8 @@ def edit_schedule_page(request: Request, schedule_id: int, principal: PagePrinci
         sch = service.get_schedule(session, schedule_id)
     values = {"name": sch.name, "script_id": str(sch.script_id), "payload": sch.payload, "enabled": sch.enabled,
               **{k: "" if getattr(sch, k) is None else str(getattr(sch, k)) for k in POLICY_DEFAULTS}}
-    rf = RuleForm(rule=sch.rule_text, timezone=sch.timezone)
-    return _form_page(request, principal, services, sch=sch, values=values, rf=rf)
+    rf, note = form_for_rule(sch.rule_text, sch.rrule, sch.input_kind, sch.timezone)
+    return _form_page(request, principal, services, sch=sch, values=values, rf=rf, fill_note=note)
 
 
 @router.post("/schedules/{schedule_id}/edit")
@@ -189,9 +233,19 @@ def _changes(sch: Schedule, fields: dict[str, Any]) -> dict[str, Any]:
                "payload": json.loads(sch.payload), "enabled": sch.enabled,
                **{k: getattr(sch, k) for k in POLICY_DEFAULTS}}
     changes = {k: v for k, v in fields.items() if k != "start" and current.get(k) != v}
-    if fields.get("start") is not None:
+    # The edit form shows the rule's own start: sent back unchanged with the same rule, it changes
+    # nothing (no replan); with a changed rule it is the start the preview showed, so it is kept.
+    start = fields.get("start")
+    if start is not None and (start != _start_wall(sch) or "rule" in changes or "timezone" in changes):
         changes["start"] = fields["start"]
     return changes
+
+
+def _start_wall(sch: Schedule) -> Any:
+    try:
+        return recurrence.load(sch.rrule, sch.input_kind).start_wall.replace(second=0)
+    except AlmanacError:
+        return None
 
 
 def _act(request: Request, principal: Principal, services: ServicesDep, schedule_id: int, action: Any,

@@ -65,19 +65,50 @@ export default async function (event) {
   return {order, checkAgainAt: later};
 }
 """),
-    Starter("exchange-rates", "Daily exchange rates (fetch)", '{"base": "EUR"}', """\
-// Daily exchange rates: fetch today's rates and keep them in kv.
-// The host must be on the tenant's egress allowlist (PUT /api/v1/egress).
+    Starter("exchange-rates", "Daily exchange rates, e-mailed on a 1 % move", '{"base": "EUR", "threshold": 0.01}', """\
+// Daily exchange rates: fetch today's rates, keep them in kv, and emit "rates.moved" (for an
+// e-mail target subscribed to it) when a currency moved more than 1 % since the last run.
+// Put api.frankfurter.app on the egress allowlist first (Egress page, or PUT /api/v1/egress).
 export default async function (event) {
   const base = event.payload?.base ?? "EUR";
+  const threshold = event.payload?.threshold ?? 0.01;
   const response = await fetch(`https://api.frankfurter.app/latest?from=${base}`);
   if (!response.ok) throw new Error(`the rates service answered ${response.status}`);
-  const body = await response.json();
-  const day = body.date ?? String(event.scheduledFor ?? event.firedAt).slice(0, 10);
-  await almanac.kv.set(`rates:${base}:${day}`, body.rates);
-  await almanac.kv.set(`rates:${base}:latest`, {day, rates: body.rates});
-  console.log("stored", Object.keys(body.rates).length, "rates for", day);
-  return {day, count: Object.keys(body.rates).length};
+  const {date, rates} = await response.json();
+  const previous = await almanac.kv.get(`rates:${base}:latest`);
+  await almanac.kv.set(`rates:${base}:${date}`, rates);
+  await almanac.kv.set(`rates:${base}:latest`, {date, rates});
+  const moves = Object.entries(rates)
+    .filter(([code, rate]) => previous?.rates?.[code])
+    .map(([code, rate]) => ({code, from: previous.rates[code], to: rate,
+                             change: rate / previous.rates[code] - 1}))
+    .filter((move) => Math.abs(move.change) > threshold);
+  if (moves.length) await almanac.emit("rates.moved", {base, date, since: previous.date, moves});
+  console.log("stored", Object.keys(rates).length, "rates for", date, "moved:", moves.map((m) => m.code));
+  return {date, count: Object.keys(rates).length, moved: moves.length};
+}
+"""),
+    Starter("own-api-reminder", "Reminder through your own API (bearer secret)",
+            '{"customer": 42, "message": "Your trial ends in 3 days"}', """\
+// A reminder sent through your own product's API, with an API key kept as a secret.
+// Set it up once: a secret API_TOKEN (Secrets page, or PUT /api/v1/secrets/API_TOKEN) and
+// your API's host on the egress allowlist. The key never shows in runs: it reads [secret API_TOKEN].
+const API = "https://api.example.com";
+
+export default async function (event) {
+  const {customer, message} = event.payload ?? {};
+  if (!customer || !message) throw new Error("the payload needs customer and message");
+  const token = await almanac.secrets.get("API_TOKEN");
+  if (!token) throw new Error("set the secret API_TOKEN first");
+  const headers = {Authorization: `Bearer ${token}`, "Content-Type": "application/json"};
+  const account = await fetch(`${API}/v1/customers/${customer}`, {headers});
+  if (account.status === 404) return {skipped: "no such customer"};
+  if (!account.ok) throw new Error(`the API answered ${account.status}`);  // retried by the schedule
+  if ((await account.json()).unsubscribed) return {skipped: "unsubscribed"};
+  const sent = await fetch(`${API}/v1/customers/${customer}/notifications`, {
+    method: "POST", headers, body: JSON.stringify({message, runId: event.runId})});
+  if (!sent.ok) throw new Error(`the notification was refused: ${sent.status} ${await sent.text()}`);
+  return {notified: customer};
 }
 """),
     Starter("weekly-totals", "Weekly totals, e-mailed", '{"to": "boss@example.com"}', """\

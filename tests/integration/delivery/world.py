@@ -12,6 +12,7 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
+from almanac.vault import keyring
 from almanac.delivery import targets
 from almanac.delivery.models import Delivery, DeliveryAttempt
 from almanac.platform.models import Event, Run
@@ -124,7 +125,8 @@ class World:
 
     def add_target(self, **fields: Any) -> tuple[int, str | None]:
         with self.db.tenant_session(self.tenant) as s:
-            row, secret = targets.create(s, fields, now=self.clock.now(), allow_private=True)
+            row, secret = targets.create(s, fields, now=self.clock.now(), allow_private=True,
+                                         keyring=keyring.for_settings(self.db.settings))
             return row.id, secret
 
     def emit(self, topic: str, data: Any, *, schedule_id: int | None = 1) -> int:

@@ -13,17 +13,13 @@ from sqlalchemy import select, update
 
 from tests.integration.platform.scheduler_world import World
 
-from almanac.platform.effects import RunEffects
 from almanac.platform.models import Script, ScriptVersion
-from almanac.platform.store import Outcome
 from almanac.platform.timer import Scheduler
+from almanac.sandbox.contract import Effects, RunResult
 
 
-def _effects(world: World, key: str) -> RunEffects:
-    effects = RunEffects(lambda k: None, lambda p: [], now=world.clock.now(), job_depth=None)
-    effects.kv_set(key, 1)
-    effects.emit("done", {"key": key})
-    return effects
+def _effects(world: World, key: str) -> Effects:
+    return Effects(kv={key: "1"}, events=(("done", f'{{"key":"{key}"}}'),))
 
 
 def test_one_claim_transaction_claims_many_with_their_own_tokens_and_runs(world: World) -> None:
@@ -55,11 +51,13 @@ def test_a_batch_of_records_fences_each_attempt_by_its_own_token(world: World) -
     retry = next(c for c in claims if c.occurrence_id == dead.occurrence_id)
     alive = next(c for c in claims if c.job_key == "alive")
     now = world.clock.now()
-    ok = Outcome("succeeded", started_at=now)
+    def ok(key: str) -> RunResult:
+        return RunResult("succeeded", effects=_effects(world, key))
+
     applied = world.store.finish_many([
-        (dead, ok, _effects(world, "from-dead"), now),  # its lease lapsed: refused, effects dropped
-        (retry, ok, _effects(world, "from-retry"), now),
-        (alive, ok, _effects(world, "from-alive"), now),
+        (dead, ok("from-dead"), now, now),  # its lease lapsed: refused, effects dropped
+        (retry, ok("from-retry"), now, now),
+        (alive, ok("from-alive"), now, now),
     ])
     assert applied == [False, True, True]
     assert world.store.kv_read(world.tenant, "from-dead") is None
@@ -84,11 +82,13 @@ def test_a_lost_lease_in_a_bulk_release_rolls_back_and_records_the_rest(world: W
     claims = {c.job_key: c for c in world.store.claim_due(world.tenant, world.clock.now(), 10).claims}
     assert claims["lost"].attempt == 2  # the retry holds the occurrence now, with its own token
     now = world.clock.now()
-    ok = Outcome("succeeded", started_at=now)
+    def ok(key: str) -> RunResult:
+        return RunResult("succeeded", effects=_effects(world, key))
+
     applied = world.store.finish_many([
-        (claims["a"], ok, _effects(world, "from-a"), now),
-        (lost, ok, _effects(world, "from-lost"), now),
-        (claims["b"], ok, _effects(world, "from-b"), now),
+        (claims["a"], ok("from-a"), now, now),
+        (lost, ok("from-lost"), now, now),
+        (claims["b"], ok("from-b"), now, now),
     ])
     assert applied == [True, False, True]
     assert world.store.kv_read(world.tenant, "from-lost") is None
@@ -110,9 +110,9 @@ def test_a_batch_mixes_retries_failures_and_successes(world: World) -> None:
     claims = {c.job_key: c for c in world.store.claim_due(world.tenant, world.clock.now(), 10).claims}
     now = world.clock.now()
     applied = world.store.finish_many([
-        (claims["ok"], Outcome("succeeded", started_at=now, output={"n": 1}), _effects(world, "ok"), now),
-        (claims["bad"], Outcome("failed", started_at=now, error="boom"), _effects(world, "bad"), now),
-        (claims["last"], Outcome("timed_out", started_at=now), None, now),
+        (claims["ok"], RunResult("succeeded", output={"n": 1}, effects=_effects(world, "ok")), now, now),
+        (claims["bad"], RunResult("failed", error="boom", effects=_effects(world, "bad")), now, now),
+        (claims["last"], RunResult("timed_out"), now, now),
     ])
     assert applied == [True, True, True]
     runs = {r.job_key: r for r in world.runs()}
@@ -244,8 +244,8 @@ def test_a_runner_with_submit_is_called_back_and_never_has_more_than_workers_out
         def run(self, *args: object) -> object:
             raise AssertionError("the scheduler must use submit")
 
-        def submit(self, source: str, event: dict, timeout_ms: int, memory_mb: int, caps: object,
-                   done: Callable[[object], None]) -> None:
+        def submit(self, request: RunRequest, caps: object, done: Callable[[object], None]) -> None:
+            event = request.event
             if event["jobKey"] == "job-7":
                 raise RuntimeError("sandbox pool is closed")
             with lock:
@@ -255,12 +255,11 @@ def test_a_runner_with_submit_is_called_back_and_never_has_more_than_workers_out
             def finish() -> None:
                 with lock:
                     out[0] -= 1
-                caps.kv_set(event["jobKey"], 1)  # type: ignore[attr-defined]
-                done(RunOutcome("succeeded", output=event["jobKey"]))
+                done(RunResult("succeeded", output=event["jobKey"], effects=Effects(kv={event["jobKey"]: "1"})))
 
             threading.Timer(0.01, finish).start()
 
-    from almanac.platform.runner import RunOutcome
+    from almanac.sandbox.contract import RunRequest
 
     scheduler = Scheduler(world.store, Submitting(), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
                           workers=3, metrics=world.scheduler.metrics)

@@ -69,3 +69,32 @@ def test_a_retried_failure_is_not_yet_a_failure_in_row(world: World) -> None:
     world.tick()
     assert not world.schedule(sid).enabled
     assert [t for t, _ in _events(world)] == ["almanac.run.failed", "almanac.schedule.paused"]
+
+
+def test_a_lapsed_last_attempt_is_a_failure_in_row_with_its_event(world: World) -> None:
+    """A process that died mid-run fails the run as surely as a throw: it counts and it is announced."""
+    from datetime import timedelta
+
+    sid = world.add_schedule(world.add_script(), every=60, max_attempts=1, pause_after_failures=1)
+    world.clock.set(world.schedule(sid).next_run_at)
+    (claim,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims  # its process then dies
+    world.clock.set(claim.lease_until + timedelta(seconds=1))
+    world.store.claim_due(world.tenant, world.clock.now(), 10)
+    sch = world.schedule(sid)
+    assert not sch.enabled and "1 failed run in a row" in sch.paused_reason
+    events = _events(world)
+    assert [t for t, _ in events] == ["almanac.run.failed", "almanac.schedule.paused"]
+    failed = events[0][1]
+    assert failed["status"] == "failed" and "lease lapsed" in failed["error"]
+    assert failed["run_id"] == world.runs()[0].id and failed["attempt"] == 1
+
+
+def test_a_lapsed_attempt_that_is_retried_is_not_yet_a_failure(world: World) -> None:
+    from datetime import timedelta
+
+    sid = world.add_schedule(world.add_script(), every=60, max_attempts=2, pause_after_failures=1)
+    world.clock.set(world.schedule(sid).next_run_at)
+    (claim,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    world.clock.set(claim.lease_until + timedelta(seconds=1))
+    world.store.claim_due(world.tenant, world.clock.now(), 10)
+    assert world.schedule(sid).enabled and _events(world) == []

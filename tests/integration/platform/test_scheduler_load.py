@@ -17,8 +17,8 @@ from sqlalchemy import select
 from almanac.db import Database
 from almanac.platform.clock import SystemClock
 from almanac.platform.models import Job
-from almanac.platform.runner import FunctionRunner, RunOutcome
-from almanac.platform.store import Outcome
+from almanac.platform.runner import FunctionRunner
+from almanac.sandbox.contract import RunResult
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
 from tests.integration.platform.scheduler_world import EveryRules, World
@@ -36,6 +36,30 @@ def _jobs_done(world: World, count: int) -> bool:
         return list(s.execute(select(Job.state)).scalars()).count("done") >= count
 
 
+def _drain_beside_a_second_process(scheduler: Scheduler, other: SqlStore, clock: SystemClock,
+                                   tenants: list[str], done: Callable[[], bool]) -> None:
+    """Run `scheduler` until `done()`, while a second, live process takes over any lease that lapses."""
+    stop = threading.Event()
+
+    def second_process() -> None:
+        while not stop.is_set():
+            now = clock.now()
+            for tenant in tenants:
+                for claim in other.claim_due(tenant, now, 5).claims:
+                    other.finish(claim, RunResult("succeeded"), now, now)
+            time.sleep(0.05)
+
+    helper = threading.Thread(target=second_process, daemon=True)
+    scheduler.start()
+    helper.start()
+    try:
+        _await(done)
+    finally:
+        stop.set()
+        helper.join()
+        scheduler.stop()
+
+
 def test_runs_waiting_for_a_slot_are_not_declared_dead_while_their_process_lives(
         database: Database, make_tenant: Callable[..., str]) -> None:
     # Lease = 100 ms timeout + 1 s margin; one slot; each run takes 0.4 s, so claimed runs wait
@@ -49,24 +73,7 @@ def test_runs_waiting_for_a_slot_are_not_declared_dead_while_their_process_lives
         world.put_job(f"job-{i}", script, clock.now())
     scheduler = Scheduler(store, FunctionRunner(lambda *_: time.sleep(0.4)), clock, lambda: [world.tenant],
                           workers=1)
-    stop = threading.Event()
-
-    def second_process() -> None:
-        while not stop.is_set():
-            now = clock.now()
-            for claim in other.claim_due(world.tenant, now, 5).claims:
-                other.finish(claim, Outcome("succeeded", started_at=now), None, now)
-            time.sleep(0.05)
-
-    helper = threading.Thread(target=second_process, daemon=True)
-    scheduler.start()
-    helper.start()
-    try:
-        _await(lambda: _jobs_done(world, 10))
-    finally:
-        stop.set()
-        helper.join()
-        scheduler.stop()
+    _drain_beside_a_second_process(scheduler, other, clock, [world.tenant], lambda: _jobs_done(world, 10))
     runs = world.runs()
     assert [r.reason for r in runs if "lease" in (r.reason or "")] == []
     assert sorted(r.job_key for r in runs) == sorted(f"job-{i}" for i in range(10))  # once each
@@ -121,8 +128,7 @@ def test_a_runs_recorded_start_is_when_its_script_started(world: World) -> None:
         def run(self, *args: object) -> object:
             raise AssertionError("the scheduler must use submit")
 
-        def submit(self, source: str, event: dict, timeout_ms: int, memory_mb: int, caps: object,
-                   done: Callable[[object], None]) -> None:
+        def submit(self, request: object, caps: object, done: Callable[[object], None]) -> None:
             handed.append(done)
 
     scheduler = Scheduler(world.store, Queueing(), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
@@ -131,9 +137,29 @@ def test_a_runs_recorded_start_is_when_its_script_started(world: World) -> None:
     scheduler._tick(world.tenant, handed_at)
     assert len(handed) == 1
     world.clock.advance(seconds=5)  # it waited 4.75 s in the runner's queue, then ran 250 ms
-    handed[0](RunOutcome("succeeded", duration_ms=250))
+    handed[0](RunResult("succeeded", duration_ms=250))
     scheduler._record([scheduler._finished.get_nowait()])
     (run,) = world.runs()
     assert run.status == "succeeded"
     assert run.started_at == handed_at + timedelta(seconds=4.75)
     assert run.duration_ms == 250
+
+
+def test_waiting_runs_of_several_tenants_keep_their_leases(
+        database: Database, make_tenant: Callable[..., str]) -> None:
+    """Run ids repeat across tenants (each counts from 1): every tenant's waiting claims are renewed."""
+    clock = SystemClock()
+    store = SqlStore(database, EveryRules(), lease_margin_s=1.0)
+    other = SqlStore(database, EveryRules(), lease_margin_s=1.0)
+    worlds = [World(database, make_tenant(), clock, store, None) for _ in range(3)]  # type: ignore[arg-type]
+    for world in worlds:
+        script = world.add_script(timeout_ms=100)
+        for i in range(8):
+            world.put_job(f"job-{i}", script, clock.now())
+    scheduler = Scheduler(store, FunctionRunner(lambda *_: time.sleep(0.4)), clock,
+                          lambda: [w.tenant for w in worlds], workers=2)
+    _drain_beside_a_second_process(scheduler, other, clock, [w.tenant for w in worlds],
+                                   lambda: all(_jobs_done(w, 8) for w in worlds))
+    for world in worlds:
+        assert [r.reason for r in world.runs() if "lease" in (r.reason or "")] == []
+        assert sorted(r.job_key for r in world.runs()) == [f"job-{i}" for i in range(8)]

@@ -9,7 +9,7 @@ import pytest
 from tests.integration.platform.scheduler_world import World
 
 from almanac.platform import planning
-from almanac.platform.effects import CapabilityError
+from almanac.sandbox.capabilities import CapabilityError
 from almanac.platform.models import Schedule
 
 
@@ -96,19 +96,19 @@ def test_overlap_skip_records_skipped(world: World) -> None:
 
 
 def test_overlap_queue_runs_after_the_previous_finishes(world: World) -> None:
-    from almanac.platform.store import Outcome
+    from almanac.sandbox.contract import RunResult
 
     sid = world.add_schedule(world.add_script(), every=60, overlap="queue")
     held = _hold_a_run(world, sid)
     assert world.tick() == []
     assert [o.status for o in world.occurrences(schedule_id=sid)][:2] == ["running", "queued"]
-    world.store.finish(held, Outcome("succeeded", started_at=world.clock.now()), None, world.clock.now())
+    world.store.finish(held, RunResult("succeeded"), world.clock.now(), world.clock.now())
     (claim,) = world.tick()
     assert claim.scheduled_for == held.scheduled_for + timedelta(seconds=60)
 
 
 def test_overlap_queue_waits_at_most_until_the_blockers_lease_lapses(world: World) -> None:
-    from almanac.platform.store import Outcome
+    from almanac.sandbox.contract import RunResult
 
     sid = world.add_schedule(world.add_script(timeout_ms=1000), every=60, overlap="queue")
     held = _hold_a_run(world, sid)
@@ -116,7 +116,7 @@ def test_overlap_queue_waits_at_most_until_the_blockers_lease_lapses(world: Worl
     world.clock.set(held.lease_until + timedelta(seconds=1))
     (retry,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
     assert retry.attempt == 2 and retry.occurrence_id == held.occurrence_id  # the dead one, retried
-    world.store.finish(retry, Outcome("succeeded", started_at=world.clock.now()), None, world.clock.now())
+    world.store.finish(retry, RunResult("succeeded"), world.clock.now(), world.clock.now())
     (queued,) = world.tick()  # the queued one waited for the retry too
     assert queued.scheduled_for == held.scheduled_for + timedelta(seconds=60)
 
@@ -285,10 +285,16 @@ def test_a_chain_holds_at_most_100_jobs_in_all_and_a_refused_run_is_not_retried(
 def test_capability_errors() -> None:
     from datetime import datetime, timezone
 
-    from almanac.platform.effects import RunEffects
+    from almanac.platform.effects import TenantReads
+    from almanac.platform.runner import _Calls
+    from almanac.sandbox.effects import RunBuffer
 
-    caps = RunEffects(lambda k: None, lambda p: [], now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=0,
-                      job_root="root", chain=lambda root: {f"j{i}" for i in range(100)})
+    class Chain:  # a job's run whose chain holds 100 jobs already
+        def chain_keys(self, tenant: str, root: str) -> set[str]:
+            return {f"j{i}" for i in range(100)}
+
+    reads = TenantReads(Chain(), "t", now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_root="root")
+    caps = _Calls(RunBuffer(reads), 64 * 1024)  # the registry's checks, then the run's buffer
     for call in (
         lambda: caps.kv_set("x" * 513, 1),
         lambda: caps.kv_set("k", "x" * 70_000),

@@ -10,7 +10,7 @@ from tests.integration.platform.scheduler_world import EveryRules, World
 from almanac.db import Database, insert_ignore
 from almanac.platform import planning
 from almanac.platform.models import Occurrence
-from almanac.platform.store import Outcome
+from almanac.sandbox.contract import Effects, RunResult
 from almanac.platform.store_sql import SqlStore
 
 
@@ -76,18 +76,13 @@ def test_a_lapsed_lease_is_retried_as_a_new_attempt_and_the_old_result_is_fenced
     first = world.runs(attempt=1)[0]
     assert first.status == "failed" and "lease lapsed" in first.reason
 
-    effects = world.scheduler  # the dead process comes back and tries to record: refused
-    from almanac.platform.effects import RunEffects
-
-    buffered = RunEffects(lambda k: None, lambda p: [], now=world.clock.now(), job_depth=None)
-    buffered.kv_set("late", 1)
-    outcome = Outcome("succeeded", started_at=world.clock.now())
-    assert world.store.finish(dead, outcome, buffered, world.clock.now()) is False
+    # the dead process comes back and tries to record: refused
+    buffered = RunResult("succeeded", effects=Effects(kv={"late": "1"}))
+    assert world.store.finish(dead, buffered, world.clock.now(), world.clock.now()) is False
     assert world.store.kv_read(world.tenant, "late") is None
-    assert world.store.finish(retry, outcome, None, world.clock.now()) is True
+    assert world.store.finish(retry, RunResult("succeeded"), world.clock.now(), world.clock.now()) is True
     assert [r.status for r in world.runs()] == ["failed", "succeeded"]
     assert world.job("j").state == "done"
-    del effects
 
 
 def test_lease_lapse_on_the_last_attempt_ends_the_occurrence(world: World) -> None:
@@ -118,3 +113,11 @@ def test_occurrence_unique_key_holds_in_the_database(world: World) -> None:
             world.clock.now(), occ.scheduled_for, 0, "job", job_id=occ.job_id))
     assert added is False
 
+
+
+def test_the_chain_count_uses_the_root_key_index(world: World) -> None:
+    if not world.db.is_sqlite:
+        return
+    with world.db.tenant_connection(world.tenant) as conn:
+        plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN SELECT key FROM jobs WHERE root_key = 'r' LIMIT 101").fetchall()
+    assert any("ix_jobs_root_key" in str(row) for row in plan)

@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import queue
-from datetime import datetime, timezone
 
 import pytest
 
-from almanac.platform.effects import RunEffects
-from almanac.platform.runner import RunOutcome
+from almanac.sandbox.capabilities import InMemoryCapabilities
+from almanac.sandbox.contract import RunRequest, RunResult
+from almanac.sandbox.limits import Limits
 from almanac.worker import SandboxRunner, sandbox_processes
 
 SCRIPT = """export default async function (event) {
@@ -39,18 +39,16 @@ def test_pool_and_in_process_runs_agree(processes: int, tmp_path) -> None:
     try:
         runner.prepare()  # what the scheduler does before its first claim
         assert runner.ready(0) is (processes > 0)
-        effects = RunEffects(lambda key: 41 if key == "seen" else None, lambda prefix: [],
-                             now=datetime(2026, 1, 1, tzinfo=timezone.utc), job_depth=None)
-        result = runner.run(SCRIPT, {"payload": {"a": 1}}, 1000, 32, effects)
+        caps = InMemoryCapabilities({"seen": 41})
+        result = runner.run(RunRequest(SCRIPT, {"payload": {"a": 1}}), caps)
         assert (result.status, result.output) == ("succeeded", {"seen": 41, "payload": {"a": 1}})
-        assert effects.kv_changes() == ({"seen": "42"}, [])
-        assert effects.events == [("seen", '{"seen":41}')]
+        assert (result.effects.kv, result.effects.events) == ({"seen": "42"}, (("seen", '{"seen":41}'),))
         assert any(line.startswith("refused: ") for line in result.logs)
         assert runner.check_syntax("export default () => {") is not None
-        ended: "queue.Queue[RunOutcome]" = queue.Queue()  # submit: the scheduler's way
-        runner.submit("export default (e) => e.payload * 2", {"payload": 21}, 1000, 32, effects, ended.put)
+        ended: "queue.Queue[RunResult]" = queue.Queue()  # submit: the scheduler's way
+        runner.submit(RunRequest("export default (e) => e.payload * 2", {"payload": 21}), caps, ended.put)
         outcome = ended.get(timeout=30)
-        assert isinstance(outcome, RunOutcome) and (outcome.status, outcome.output) == ("succeeded", 42)
+        assert isinstance(outcome, RunResult) and (outcome.status, outcome.output) == ("succeeded", 42)
     finally:
         runner.close()
 
@@ -59,22 +57,22 @@ def test_runs_go_in_process_while_the_pool_starts(tmp_path) -> None:
     runner = SandboxRunner(tmp_path / "cache", 1)
     try:
         runner.start()
-        result = runner.run("export default () => 7", {}, 1000, 32, None)  # likely before the pool is up
+        result = runner.run(RunRequest("export default () => 7", {}), None)  # likely before the pool is up
         assert (result.status, result.output) == ("succeeded", 7)
         assert runner.ready(120)
-        assert runner.run("export default () => 8", {}, 1000, 32, None).output == 8
+        assert runner.run(RunRequest("export default () => 8", {}), None).output == 8
     finally:
         runner.close()
 
 
 def test_an_in_process_run_that_raises_still_calls_back_failed(tmp_path) -> None:
     """The scheduler counts a submitted run out until `done` is called: a run the in-process
-    sandbox refuses (limits out of range) must still call back, or stop() would wait forever."""
+    sandbox refuses (an event it cannot hand over) must still call back, or stop() would wait forever."""
     runner = SandboxRunner(tmp_path / "cache", 0)
     try:
-        ended: "queue.Queue[RunOutcome]" = queue.Queue()
-        runner.submit("export default () => 1", {}, 0, 32, None, ended.put)  # timeout_ms 0: refused
+        ended: "queue.Queue[RunResult]" = queue.Queue()
+        runner.submit(RunRequest("export default () => 1", {"x": object()}, Limits()), None, ended.put)
         outcome = ended.get(timeout=30)
-        assert outcome.status == "failed" and "could not run the script: ValueError" in (outcome.error or "")
+        assert outcome.status == "failed" and "could not run the script: TypeError" in (outcome.error or "")
     finally:
         runner.close()

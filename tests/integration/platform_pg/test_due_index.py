@@ -20,7 +20,7 @@ from almanac.db import Database
 from almanac.platform import planning
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.models import DONE, Job, Occurrence, Run, Script, ScriptVersion
-from almanac.platform.store import Outcome
+from almanac.sandbox.contract import RunResult
 from almanac.platform.store_sql import SqlStore
 from tests.integration.platform.scheduler_world import EveryRules
 
@@ -90,8 +90,8 @@ def test_the_index_follows_every_write_of_occurrences_in_the_same_transaction(
     assert [c.job_key for c in batch.claims] == ["j2"] and _index(database) == _mirror(database, tenants)
     claim = batch.claims[0]
     assert _index(database)[(tenants[0], claim.occurrence_id)] == claim.lease_until
-    done = Outcome(status="succeeded", started_at=now, output=1, duration_ms=1)
-    assert store.finish(claim, done, None, now + timedelta(minutes=6))
+    done = RunResult("succeeded", output=1, duration_ms=1)
+    assert store.finish(claim, done, now, now + timedelta(minutes=6))
     assert (tenants[0], claim.occurrence_id) not in _index(database)
     assert _index(database) == _mirror(database, tenants)
 
@@ -159,9 +159,9 @@ def test_a_dead_process_s_due_work_is_claimed_by_another_at_once_and_its_running
     taken = dead.claim_across(now, 6).claims  # then kill -9: never finished, never renewed
     rest = alive.claim_across(now + timedelta(seconds=1), 100).claims
     assert len(taken) == 6 and len(rest) == 9  # the unclaimed due work: at once, no tenant lease to wait for
-    done = Outcome(status="succeeded", started_at=now, output=1, duration_ms=1)
+    done = RunResult("succeeded", output=1, duration_ms=1)
     for claim in rest:
-        assert alive.finish(claim, done, None, now + timedelta(seconds=2))
+        assert alive.finish(claim, done, now, now + timedelta(seconds=2))
     assert alive.claim_across(now + timedelta(seconds=3), 100).claims == []  # the dead one's leases still hold
     lapse = max(c.lease_until for c in taken) + timedelta(seconds=1)
     again = alive.claim_across(lapse, 100)
@@ -170,9 +170,9 @@ def test_a_dead_process_s_due_work_is_claimed_by_another_at_once_and_its_running
         (c.tenant, c.occurrence_id) for c in taken)
     assert all(c.attempt == 2 for c in again.claims)
     for claim in again.claims:
-        assert alive.finish(claim, done, None, lapse)
+        assert alive.finish(claim, done, now, lapse)
     for claim in taken:  # the dead process's late record is fenced
-        assert not dead.finish(claim, done, None, lapse)
+        assert not dead.finish(claim, done, now, lapse)
     for slug in tenants:
         with database.tenant_session(slug) as s:
             assert {o.status for o in s.execute(select(Occurrence)).scalars()} == {DONE}
@@ -197,8 +197,8 @@ def test_leases_of_many_tenants_are_renewed_in_one_transaction_and_a_lost_one_is
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 2)
     claims = store.claim_across(now, 100).claims
-    done = Outcome(status="succeeded", started_at=now, output=1, duration_ms=1)
-    assert store.finish(claims[0], done, None, now)  # recorded meanwhile: no longer held
+    done = RunResult("succeeded", output=1, duration_ms=1)
+    assert store.finish(claims[0], done, now, now)  # recorded meanwhile: no longer held
     later = now + timedelta(seconds=20)
     assert store.renew_across(claims, later) == {(claims[0].tenant, claims[0].run_id)}
     index = _index(database)

@@ -62,21 +62,54 @@ def test_metrics_count_deliveries_by_status_and_their_latency(app, services, dat
 
 
 class PoolLike:
-    def __init__(self, pids: list[int]) -> None:
-        self.pids = pids
+    """A runner whose pool reports its workers as `SandboxPool.worker_counts` does."""
 
-    def worker_pids(self) -> list[int]:
-        return list(self.pids)
+    def __init__(self, alive: int) -> None:
+        self.counts = {"alive": alive, "recycled": 0, "lost": 0}
+
+    def worker_counts(self) -> dict[str, int]:
+        return dict(self.counts)
 
 
-def test_metrics_show_the_sandbox_workers_alive(app, services):
+def test_metrics_show_the_sandbox_workers_alive_recycled_and_lost(app, services):
     saved = services.runner
     try:
-        services.runner = PoolLike([101, 102, 103])
-        assert _scrape(app)["almanac_sandbox_workers_alive{}"] == 3
-        services.runner.pids.pop()
-        assert _scrape(app)["almanac_sandbox_workers_alive{}"] == 2
-        services.runner = object()  # a runner without a pool: none alive
+        services.runner = PoolLike(3)
+        before = _scrape(app)
+        assert before["almanac_sandbox_workers_alive{}"] == 3
+        services.runner.counts.update(alive=2, recycled=4, lost=1)
+        after = _scrape(app)
+        assert after["almanac_sandbox_workers_alive{}"] == 2
+        assert after["almanac_sandbox_workers_recycled_total{}"] == 4
+        assert after["almanac_sandbox_workers_lost_total{}"] == 1
+        families = {f.name: f.type for f in text_string_to_metric_families(TestClient(app).get("/metrics").text)}
+        assert families["almanac_sandbox_workers_alive"] == "gauge"
+        assert families["almanac_sandbox_workers_recycled"] == families["almanac_sandbox_workers_lost"] == "counter"
+        services.runner = object()  # a runner without a pool (scripts in-process): no workers
         assert _scrape(app)["almanac_sandbox_workers_alive{}"] == 0
     finally:
         services.runner = saved
+
+
+def test_the_worker_runner_reports_its_pool(tmp_path):
+    """The real chain: SandboxPool.worker_counts through the worker's runner, as /metrics reads it."""
+    from almanac.worker import SandboxRunner
+
+    runner = SandboxRunner(tmp_path, processes=1)
+    try:
+        assert runner.worker_counts() == {"alive": 0, "recycled": 0, "lost": 0}  # before its pool starts
+        runner.prepare()
+        assert runner.worker_counts()["alive"] == 1
+    finally:
+        runner.close()
+
+
+def test_every_family_of_section_13_is_exposed_from_the_first_scrape(app):
+    """Before any delivery, /metrics already carries the delivery families at zero (a fresh server showed none)."""
+    families = {f.name: f for f in text_string_to_metric_families(TestClient(app).get("/metrics").text)}
+    for name in ("almanac_runs", "almanac_run_duration_seconds", "almanac_run_start_lag_seconds", "almanac_due_backlog",
+                 "almanac_deliveries", "almanac_delivery_latency_seconds", "almanac_sandbox_workers_alive",
+                 "almanac_sandbox_workers_recycled", "almanac_sandbox_workers_lost"):
+        assert name in families, name
+    statuses = {s.labels.get("status") for s in families["almanac_deliveries"].samples if s.name.endswith("_total")}
+    assert {"succeeded", "failed", "dead"} <= statuses

@@ -10,7 +10,7 @@ from almanac.web.views.rules import RuleForm
 
 
 def _items(html: str) -> list[str]:
-    return re.findall(r"<li>(.*?)</li>", html, re.S)
+    return re.findall(r'<li(?: class="dst-moved")?>(.*?)</li>', html, re.S)
 
 
 def test_free_text_preview_lists_ten_dates(signed_in):
@@ -47,6 +47,13 @@ def test_rule_built_from_fields(signed_in):
     assert len(_items(html)) == 3
 
 
+def test_preview_flags_the_first_date_after_the_clocks_change(signed_in):
+    html = signed_in().get("/rules/preview", params={"rule": "FREQ=WEEKLY;BYDAY=SU;BYHOUR=9;BYMINUTE=0",
+                                                     "timezone": "Europe/Berlin", "start": "2027-10-10T09:00"}).text
+    moved = re.findall(r'<li class="dst-moved">(.*?)</li>', html, re.S)
+    assert len(moved) == 1 and "2027-10-31" in moved[0] and "now UTC+01:00 in Europe/Berlin" in moved[0]
+
+
 def test_fields_compose_an_rrule():
     form = RuleForm(mode="fields", freq="WEEKLY", interval="2", byday=["MO", "FR"], at="17:30",
                     end="until", until="2027-01-01", timezone="Europe/Berlin")
@@ -74,6 +81,10 @@ def test_rule_builder_shows_a_dst_move(signed_in):
     html = signed_in().get("/rules/preview", params={"rule": rule, "timezone": "Europe/Berlin"}).text
     assert '<li class="dst-note">02:30 does not exist on 28 Mar 2027: runs at 03:30</li>' in html
     assert len(_items(html)) == 3
+    # The flag stands next to the date it moves, not only in the notes below the list.
+    moved = re.findall(r'<li class="dst-moved">(.*?)</li>', html, re.S)
+    assert len(moved) == 1 and "2027-03-28" in moved[0] and "DST" in moved[0]
+    assert "02:30 does not exist on 28 Mar 2027" in moved[0]
 
 
 def test_rule_builder_marks_the_words_not_understood(signed_in):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from almanac.delivery.netguard import ForbiddenTarget, check_url, is_forbidden, resolve_pinned, split_url
+from almanac.egress.netguard import ForbiddenTarget, check_url, is_forbidden, resolve_pinned, split_url
 
 FORBIDDEN = [
     "127.0.0.1", "127.255.0.1", "0.0.0.0", "0.1.2.3", "10.0.0.1", "172.16.5.4", "172.31.255.255",

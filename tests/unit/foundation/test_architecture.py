@@ -8,11 +8,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3] / "almanac"
 # What each part may import from almanac (besides itself).
 ALLOWED = {
-    "sandbox": set(),
-    "platform": {"db", "errors", "settings", "jsonsafe"},
+    "sandbox": {"jsonsafe"},  # a leaf itself: the sandbox checks script values by the same rules as the API
+    "platform": {"db", "errors", "settings", "jsonsafe", "sandbox"},  # the sandbox's pure part only: see below
     "tenants": {"db", "errors", "settings", "jsonsafe"},
     # Delivery reads the platform's outbox table; nothing in platform knows delivery exists.
-    "delivery": {"db", "errors", "settings", "platform", "jsonsafe"},
+    # It sends through egress (the one HTTP client and address guard) and keeps its signing
+    # secrets encrypted with vault's key.
+    "delivery": {"db", "errors", "settings", "platform", "jsonsafe", "egress", "vault"},
+    # Outbound HTTP (the guard, the pinned transport, scripts' fetch) and secrets at rest.
+    "egress": {"db", "errors", "settings"},
+    "vault": {"db", "errors", "settings"},
 }
 
 
@@ -56,6 +61,33 @@ def test_parts_import_only_what_they_may() -> None:
             for imported in _almanac_imports(path) - allowed - {part}:
                 problems.append(f"{path.relative_to(ROOT.parent)} imports almanac.{imported}")
     assert problems == []
+
+
+# The run contract and the run buffer are pure Python (no wasmtime): the platform records the
+# sandbox's one RunResult and lends a test's function the same buffer. Nothing else of the sandbox.
+SANDBOX_FOR_PLATFORM = {"almanac.sandbox.contract", "almanac.sandbox.effects", "almanac.sandbox.capabilities",
+                        "almanac.sandbox.limits"}
+
+
+def test_the_platform_uses_only_the_sandboxs_contract() -> None:
+    problems = []
+    for path in (ROOT / "platform").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                _absolute(path, node) if isinstance(node, ast.ImportFrom) else []
+            problems += [f"{path.name}: {n}" for n in names
+                         if n.startswith("almanac.sandbox") and n not in SANDBOX_FOR_PLATFORM]
+    assert problems == []
+
+
+def test_the_contract_loads_without_wasmtime() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, almanac.platform.timer, almanac.platform.store_record, almanac.sandbox.contract\n"
+            "assert 'wasmtime' not in sys.modules, 'wasmtime loaded'")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
 
 
 def test_nothing_imports_web() -> None:

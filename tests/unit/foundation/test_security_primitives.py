@@ -74,3 +74,16 @@ def test_settings_read_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ALMANAC_LOG_LEVEL", "DEBUG")
     settings = Settings()
     assert settings.port == 9123 and settings.log_level == "debug"
+
+
+def test_the_product_hashes_passwords_at_rfc_9106_cost() -> None:
+    """The suite lowers the cost for speed (tests/conftest.py); the package itself must not."""
+    import subprocess
+    import sys
+
+    code = ("from argon2 import PasswordHasher, Type\nfrom almanac.tenants import passwords\n"
+            "h = passwords._hasher\nd = PasswordHasher()\n"
+            "assert h.type is Type.ID and (h.time_cost, h.memory_cost, h.parallelism) == "
+            "(d.time_cost, d.memory_cost, d.parallelism) and d.memory_cost >= 65536, vars(h)\n"
+            "assert passwords.hash_password('correct-horse-battery').startswith('$argon2id$v=19$m=65536,t=3,p=4$')\n")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -14,7 +14,10 @@ def run(sandbox):
     """run(source, event=None, caps=None, **limits) -> RunResult"""
 
     def _run(source, event=None, caps=None, **limits):
-        return sandbox.run(source, event or {}, Limits(**limits), caps or NullCapabilities())
+        result = sandbox.run(source, event or {}, Limits(**limits), caps or NullCapabilities())
+        if isinstance(caps, InMemoryCapabilities) and result.status == "succeeded":
+            caps.apply(result.effects)  # as the platform does, in the run's finishing transaction
+        return result
 
     return _run
 

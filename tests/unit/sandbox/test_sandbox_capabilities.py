@@ -79,18 +79,20 @@ def test_schedule_at_with_and_without_key(run, caps):
       await almanac.schedule.at('2026-12-01T09:00:00Z', {order: 7}, {key: 'recheck-7'}),
       await almanac.schedule.at('2026-12-02T09:00:00Z', null),
     ]""", caps=caps)
-    assert r.output[0] == {"key": "recheck-7", "run_at": "2026-12-01T09:00:00Z"}
+    assert r.output[0] == {"key": "recheck-7", "runAt": "2026-12-01T09:00:00Z"}
     assert set(caps.scheduled) == {"recheck-7", r.output[1]["key"]}
 
 
 @covers("emit", "schedule.at")
 def test_capability_error_becomes_a_js_error_with_its_message(run):
     class Picky(InMemoryCapabilities):
-        def schedule_at(self, when, payload, key):
-            raise CapabilityError(f"cannot parse time {when!r}")
+        def kv_get(self, key):
+            raise CapabilityError(f"cannot read {key!r}")
 
-    r = run("export default async () => { await almanac.schedule.at('soon', 1) }", caps=Picky())
-    assert (r.status, r.error, r.error_line) == ("failed", "Error: cannot parse time 'soon'", 1)
+    r = run("export default async () => { await almanac.schedule.at('soon', 1) }")
+    assert (r.status, r.error, r.error_line) == ("failed", "Error: schedule.at cannot read the date-time 'soon'", 1)
+    r = run("export default async () => { await almanac.kv.get('k') }", caps=Picky())
+    assert (r.status, r.error, r.error_line) == ("failed", "Error: cannot read 'k'", 1)
 
 
 def test_a_platform_bug_in_a_capability_does_not_escape(run):
@@ -113,7 +115,9 @@ def test_tenants_cannot_see_each_other(sandbox):
     tenant_a, tenant_b = InMemoryCapabilities(), InMemoryCapabilities()
     write = "export default async (e) => { await almanac.kv.set('secret', e.payload) }"
     read = "export default async () => [await almanac.kv.get('secret'), await almanac.kv.list('')]"
-    assert sandbox.run(write, {"payload": "a-only"}, Limits(), tenant_a).status == "succeeded"
+    written = sandbox.run(write, {"payload": "a-only"}, Limits(), tenant_a)
+    assert written.status == "succeeded"
+    tenant_a.apply(written.effects)
     assert sandbox.run(read, {}, Limits(), tenant_b).output == [None, []]
     assert sandbox.run(read, {}, Limits(), tenant_a).output == ["a-only", ["secret"]]
 
@@ -179,9 +183,15 @@ def test_exit_stops_the_run():
 
 
 def test_the_registry_is_the_protocol():
-    # The bridge's ops, the forwarding proxy and the pool's methods all derive from REGISTRY.
+    # The bridge's ops, the forwarding proxy and the pool's methods all derive from REGISTRY:
+    # remote entries are the host's protocol, writes are served by the run's own buffer.
+    from almanac.sandbox.capabilities import REMOTE
+    from almanac.sandbox.effects import RunBuffer
+
     protocol = {name for name in vars(Capabilities) if not name.startswith("_")}
-    assert {c.method for c in REGISTRY} == protocol == set(METHODS)
+    assert {c.method for c in REGISTRY if not c.writes} | {"allowance"} == protocol == set(REMOTE)
+    assert {c.method for c in REGISTRY} == set(METHODS)
+    assert all(callable(getattr(RunBuffer, c.method)) for c in REGISTRY if c.writes)
     assert set(_bridge.OPS) == {c.op for c in REGISTRY}
     assert all(callable(getattr(ForwardingCapabilities, name)) for name in protocol)
 
@@ -210,3 +220,81 @@ def test_oversized_request_is_refused_without_buffering_it(run, caps):
       try { await almanac.kv.set('k', 'x'.repeat(9 * 1024 * 1024)) } catch (e) { return e.message }
     }""", caps=caps, memory_mb=128, timeout_ms=5000)
     assert r.output == "request too large" and caps.kv == {}
+
+
+def _answering(calls, status=200, body='{"rate": 1.1}', headers=(("Content-Type", "application/json"),)):
+    def fetcher(url, method, headers_in, body_in, deadline):
+        calls.append({"url": url, "method": method, "headers": headers_in, "body": body_in, "deadline": deadline})
+        return {"status": status, "statusText": "OK", "url": url, "headers": [list(h) for h in headers],
+                "body": body}
+    return fetcher
+
+
+@covers("fetch")
+def test_fetch_gives_a_response_with_the_web_subset(run):
+    calls = []
+    caps = InMemoryCapabilities(fetcher=_answering(calls))
+    r = run("""export default async () => {
+      const res = await fetch('https://api.example.com/rates', {method: 'POST',
+        headers: {'X-Key': 'k', Accept: 'application/json'}, body: JSON.stringify({a: 1})});
+      return {status: res.status, ok: res.ok, type: res.headers.get('content-type'),
+              missing: res.headers.get('x-nope'), json: await res.json(), text: await res.text(),
+              global: typeof fetch, hasResponse: typeof Response};
+    }""", caps=caps, timeout_ms=2000)
+    assert r.status == "succeeded", r.error
+    assert r.output == {"status": 200, "ok": True, "type": "application/json", "missing": None,
+                        "json": {"rate": 1.1}, "text": '{"rate": 1.1}', "global": "function",
+                        "hasResponse": "undefined"}
+    (call,) = calls
+    assert call["url"] == "https://api.example.com/rates" and call["method"] == "POST"
+    assert call["headers"] == [["X-Key", "k"], ["Accept", "application/json"]] and call["body"] == '{"a":1}'
+
+
+@covers("fetch")
+def test_fetch_is_given_the_runs_own_deadline(run):
+    import time
+
+    calls = []
+    before = time.monotonic()
+    r = run("export default async () => (await fetch('https://a.example/')).status",
+            caps=InMemoryCapabilities(fetcher=_answering(calls, status=404)), timeout_ms=3000)
+    assert r.output == 404
+    assert before + 2.5 < calls[0]["deadline"] <= time.monotonic() + 3.0
+
+
+@covers("fetch")
+def test_fetch_refusals_reject_in_the_script(run):
+    def refuse(url, *args):
+        raise CapabilityError(f"fetch: the host {url} is not on the tenant's egress allowlist")
+
+    r = run("""export default async () => {
+      const out = [];
+      for (const args of [['https://evil.example/'], ['https://a.example/', {body: {a: 1}}],
+                          ['https://a.example/', {headers: [['only-name']]}]]) {
+        try { await fetch(...args); out.push('sent') } catch (e) { out.push(e.message) }
+      }
+      return out;
+    }""", caps=InMemoryCapabilities(fetcher=refuse), timeout_ms=2000)
+    assert r.output == ["fetch: the host https://evil.example/ is not on the tenant's egress allowlist",
+                        "fetch: the body must be a string (JSON.stringify an object first)",
+                        "fetch: headers must be [name, value] pairs"]
+
+
+@covers("fetch")
+def test_a_fetch_body_up_to_one_mib_reaches_the_host_and_a_larger_one_does_not(run):
+    calls = []
+    r = run("""export default async () => {
+      await fetch('https://a.example/', {method: 'PUT', body: 'x'.repeat(1024 * 1024)});
+      try { await fetch('https://a.example/', {method: 'PUT', body: 'x'.repeat(1024 * 1024 + 1)}) }
+      catch (e) { return e.message }
+    }""", caps=InMemoryCapabilities(fetcher=_answering(calls)), timeout_ms=5000, memory_mb=64)
+    assert r.output == "fetch: the request body is over the 1048576-byte limit"
+    assert len(calls) == 1 and len(calls[0]["body"]) == 1024 * 1024
+
+
+@covers("secrets.get")
+def test_secrets_get_gives_the_value_or_null(run):
+    caps = InMemoryCapabilities(secrets={"API_TOKEN": "s3cr3t"})
+    r = run("""export default async () => [await almanac.secrets.get('API_TOKEN'),
+                                            await almanac.secrets.get('OTHER')]""", caps=caps)
+    assert r.output == ["s3cr3t", None]

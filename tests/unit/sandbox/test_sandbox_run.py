@@ -32,19 +32,19 @@ def test_console_levels_are_captured_in_logs(run):
       console.log('hello', {a: 1}, [1, 2], 3);
       console.info('i'); console.warn('w'); console.error('e');
     }""")
-    assert r.logs == 'hello {"a":1} [1,2] 3\n[info] i\n[warn] w\n[error] e\n'
+    assert r.logs == ('hello {"a":1} [1,2] 3', "[info] i", "[warn] w", "[error] e")
 
 
 def test_logs_are_capped_with_a_marker(run):
     r = run("export default () => { for (let i = 0; i < 5000; i++) console.log('x'.repeat(100)); return 1 }",
             log_bytes=1000)
     assert r.status == "succeeded"
-    assert r.logs.endswith("[truncated]") and len(r.logs) <= 1000 + len("\n[truncated]")
+    assert r.logs[-1] == "[truncated]" and len("\n".join(r.logs)) <= 1000 + len("\n[truncated]")
 
 
 def test_logs_survive_a_failure(run):
     r = run("export default () => { console.log('before'); null.x }")
-    assert r.status == "failed" and r.logs == "before\n"
+    assert r.status == "failed" and r.logs == ("before",)
 
 
 def test_output_over_the_cap_fails_clearly(run):
@@ -152,5 +152,5 @@ def test_memory_limit_is_set_per_run_on_the_shared_image(run):
     bomb = "export default () => { const a = []; for (;;) a.push('x' + a.length) }"
     assert run(bomb, memory_mb=16).status == "memory_exceeded"
     fits = "export default () => { const a = []; for (let i = 0; i < 300000; i++) a.push('x' + i); return a.length }"
-    assert run(fits, memory_mb=64).output == 300000
+    assert run(fits, memory_mb=64, timeout_ms=20_000).output == 300000  # about memory: time is not the point
     assert run(fits, memory_mb=8).status == "memory_exceeded"

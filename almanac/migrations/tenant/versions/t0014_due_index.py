@@ -1,19 +1,19 @@
-"""PostgreSQL: the tenant's occurrences keep the shared due index (s0005_due_index) in their own transactions.
+"""PostgreSQL: the tenant's occurrences keep the shared due index (s0007_due_index) in their own transactions.
 
 Two row triggers call the shared function `almanac_due_index()`: one on INSERT and DELETE,
 one on an UPDATE that really changes `due_at` or `priority` (a claim's `run_id` update, say,
 costs nothing). The tenant's existing occurrences with a `due_at` are copied into the index.
 On SQLite nothing happens: a tenant is a file of its own and the timer looks at each tenant.
 
-Revision ID: t0011_due_index
-Revises: t0007_operating
+Revision ID: t0014_due_index
+Revises: t0012_retention
 """
 
 import sqlalchemy as sa
 from alembic import context, op
 
-revision = "t0011_due_index"
-down_revision = "t0007_operating"
+revision = "t0014_due_index"
+down_revision = "t0012_retention"
 branch_labels = None
 depends_on = None
 

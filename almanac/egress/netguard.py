@@ -1,4 +1,4 @@
-"""The outbound address guard (SSRF): a tenant's webhook may not reach the platform's own network.
+"""The outbound address guard (SSRF): a tenant's webhook or `fetch` may not reach the platform's own network.
 
 Two checks, both needed:
 
@@ -96,25 +96,26 @@ def system_resolver(host: str, port: int) -> list[str]:
     return seen
 
 
-def split_url(url: str) -> tuple[str, str, int]:
+def split_url(url: str, what: str = "webhook URL") -> tuple[str, str, int]:
     """(scheme, host, port) of an http(s) URL without credentials; raises ForbiddenTarget otherwise."""
     if not isinstance(url, str) or len(url) > URL_MAX or any(c in url for c in "\r\n\t "):
-        raise ForbiddenTarget(f"A webhook URL must be one line of at most {URL_MAX} characters.")
+        raise ForbiddenTarget(f"A {what} must be one line of at most {URL_MAX} characters.")
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise ForbiddenTarget("The webhook URL cannot be read.") from None
+        raise ForbiddenTarget(f"The {what} cannot be read.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ForbiddenTarget("A webhook URL must start with http:// or https:// and name a host.")
+        raise ForbiddenTarget(f"A {what} must start with http:// or https:// and name a host.")
     if parts.username is not None or parts.password is not None:
-        raise ForbiddenTarget("A webhook URL may not carry a user name or password; sign with the secret instead.")
+        raise ForbiddenTarget(f"A {what} may not carry a user name or password; use a header with a secret instead.")
     return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
-def resolve_pinned(url: str, *, allow_private: bool, resolver: Resolver = system_resolver) -> Pinned:
+def resolve_pinned(url: str, *, allow_private: bool, resolver: Resolver = system_resolver,
+                   what: str = "webhook URL") -> Pinned:
     """Resolve the URL's host once and check every answer; the sender connects only to these."""
-    _scheme, host, port = split_url(url)
+    _scheme, host, port = split_url(url, what)
     try:
         literal = ipaddress.ip_address(host)
         addresses = [str(literal)]

@@ -1,13 +1,13 @@
 """Shared schema: the cross-tenant due index, and (PostgreSQL) the trigger function that keeps it.
 
 Every tenant's `occurrences` table gets a trigger calling `almanac_due_index()` (tenant
-revision t0011_due_index): an occurrence whose `due_at` is set has one row here, in the same
+revision t0014_due_index): an occurrence whose `due_at` is set has one row here, in the same
 transaction as the write, whichever code path made it. The function names the tenant by its
 schema (`t_<slug with _ for ->`, see `almanac.db.schema_for`). On SQLite the table exists (one
 metadata for both backends) but stays empty: tenants are separate files there.
 
-Revision ID: s0005_due_index
-Revises: s0004_quotas
+Revision ID: s0007_due_index
+Revises: s0006_retention
 """
 
 import sqlalchemy as sa
@@ -15,8 +15,8 @@ from alembic import op
 
 from almanac.db import UTCDateTime
 
-revision = "s0005_due_index"
-down_revision = "s0004_quotas"
+revision = "s0007_due_index"
+down_revision = "s0006_retention"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,112 @@
+"""A run's reach beyond its tenant's data: `fetch` through the tenant's egress allowlist, the
+tenant's secrets, and the redaction of their values from everything the run leaves behind.
+
+Composition, like `worker.py`: the platform knows nothing of HTTP or encryption, so the worker's
+`SandboxRunner` asks `Outbound.for_run` for a `RunOutbound` per run and routes the sandbox's
+`fetch` and `secrets.get` calls to it; once the run ends, `finish` puts its fetch records on
+its result (`RunResult.http`) and redacts the result and those records (SPEC section 6: a
+secret's value never appears in a stored output, log, error or http record).
+
+Redaction uses the tenant's secrets as of this run: read fresh when the run called
+`secrets.get`, else from a per-process copy at most `SECRETS_TTL_S` old (a run that never read
+a secret can hold a value only if its author wrote it into the script or the data).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from typing import Any
+
+from almanac.db import Database
+from almanac.egress import fetch as egress_fetch
+from almanac.egress import store as egress_store
+from almanac.egress.metrics import get_fetch_metrics
+from almanac.sandbox.contract import RunResult
+from almanac.settings import Settings
+from almanac.vault import keyring, store as vault_store
+from almanac.vault.redact import Redactor
+
+SECRETS_TTL_S = 10.0
+DEADLINE_SLACK_S = 2.0  # the sandbox pool's own grace past a run's deadline
+
+
+class Outbound:
+    """One per process: the database, the key, and a short-lived copy of each tenant's secrets."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db, self.settings = db, settings
+        self._secrets: dict[str, tuple[float, dict[str, str]]] = {}
+        self._lock = threading.Lock()
+        self.metrics = get_fetch_metrics()
+
+    def for_run(self, tenant: str, timeout_ms: int) -> RunOutbound:
+        """Called where the run is handed over (the scheduler's thread), so its end needs no database."""
+        return RunOutbound(self, tenant, time.monotonic() + timeout_ms / 1000, self.secrets(tenant, fresh=False))
+
+    def secrets(self, tenant: str, fresh: bool) -> dict[str, str]:
+        with self._lock:
+            cached = self._secrets.get(tenant)
+        if cached is not None and not fresh and time.monotonic() - cached[0] < SECRETS_TTL_S:
+            return cached[1]
+        with self.db.tenant_session(tenant) as session:
+            values = vault_store.values(session, keyring.for_settings(self.settings))
+        with self._lock:
+            self._secrets[tenant] = (time.monotonic(), values)
+        return values
+
+    def forget(self, tenant: str) -> None:
+        """A secret of the tenant changed in this process: the next redaction reads them again."""
+        with self._lock:
+            self._secrets.pop(tenant, None)
+
+
+class RunOutbound:
+    """One run's fetches (count, records, deadline) and secrets; used from one thread at a time."""
+
+    def __init__(self, outbound: Outbound, tenant: str, deadline: float, known: dict[str, str]) -> None:
+        self.outbound, self.tenant, self.deadline, self._known = outbound, tenant, deadline, known
+        self._fetcher: egress_fetch.Fetcher | None = None
+        self._secrets: dict[str, str] | None = None
+
+    def secrets_get(self, name: str) -> str | None:
+        if self._secrets is None:
+            self._secrets = self.outbound.secrets(self.tenant, fresh=True)
+        return self._secrets.get(name)
+
+    def fetch(self, url: Any, method: Any, headers: Any, body: Any, deadline: float) -> dict[str, Any]:
+        """The sandbox's `fetch`; raises `egress.fetch.FetchError` for the script to see."""
+        if self._fetcher is None:
+            with self.outbound.db.tenant_session(self.tenant) as session:
+                entries = egress_store.entries(session)
+            metrics = self.outbound.metrics
+            self._fetcher = egress_fetch.Fetcher(entries, self.deadline,
+                                                 allow_private=self.outbound.settings.allow_private_targets,
+                                                 observe=metrics.observe)
+        # The sandbox says when the run ends (its own clock, so that a fetch cut by it ends the run
+        # `timed_out`); never much later than its timeout from when it was handed over.
+        self._fetcher.deadline = min(self.deadline + DEADLINE_SLACK_S, deadline)
+        started = time.monotonic()
+        try:
+            return self._fetcher.fetch(egress_fetch.request_of(url, method, headers, body))
+        finally:
+            self.outbound.metrics.duration.observe(time.monotonic() - started)
+
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        return [] if self._fetcher is None else self._fetcher.records
+
+    def redactor(self) -> Redactor:
+        return Redactor({**self._known, **(self._secrets or {})})
+
+    def finish(self, result: RunResult) -> RunResult:
+        """The run's result with its fetch records (`http`), and secret values redacted from its
+        output, error, logs and those records."""
+        redactor = self.redactor()
+        http = tuple(redactor.value(self.records))
+        if not redactor:
+            return replace(result, http=http) if http else result
+        return replace(result, http=http, output=redactor.value(result.output),
+                       error=None if result.error is None else redactor.text(result.error),
+                       logs=tuple(redactor.text(line) for line in result.logs))

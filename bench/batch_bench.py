@@ -1,0 +1,185 @@
+"""Creating work through the API on PostgreSQL (issue 19): single PUTs, job batches, and schedule set-up by batches.
+
+    .venv/bin/python bench/batch_bench.py                                   # quick: 2,000 PUTs, 20,000 batched jobs,
+                                                                            #   20 tenants x 1,000 schedules
+    .venv/bin/python bench/batch_bench.py --tenants 1000 --schedules 1000   # the issue's million schedules
+    options: --puts N --batch-jobs N --clients C (schedule set-up) --pg-url postgresql+psycopg://...
+
+A real server (`almanac serve --no-scheduler`, one process, uvicorn) on a throwaway PostgreSQL
+(tests/support/pg.py; fsync off) unless --pg-url is given, and real HTTP clients with keep-alive
+(httpx): one client for the PUTs and the job batches (1,000 jobs a request), `--clients` clients for
+the schedule set-up (1,000 schedules a request, one tenant's batches per client at a time). Tenants
+and their script are made directly (not what is measured). Prints a table with the command and the
+load average before and after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SECRET = "bench-secret-key-0123456789abcdef"
+BATCH = 1000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def setup_tenants(url: str, var: Path, count: int) -> dict[str, tuple[str, int]]:
+    """slug -> (editor token, script id): tenants, tokens and one script each, made directly."""
+    from almanac.db import Database
+    from almanac.platform.models import Script, ScriptVersion
+    from almanac.settings import Settings
+    from almanac.tenants import auth, migrations, registry
+
+    db = Database(Settings(database_url=url, var_dir=var, secret_key=SECRET))
+    migrations.upgrade_shared(db)
+    now = datetime.now(timezone.utc)
+    out = {}
+    t0 = time.monotonic()
+    for i in range(count):
+        slug = f"b{i:04d}"
+        registry.create_tenant(db, slug, admin_email=f"a@{slug}.test", admin_password="correct-horse-battery",
+                               name=slug, min_interval_seconds=60, now=now)
+        with db.shared_session() as s:
+            token = auth.create_token(s, registry.get_tenant(s, slug), "bench", "editor", now=now)[1]
+        with db.tenant_session(slug) as s:
+            script = Script(name="noop", current_version=1, timeout_ms=1000, memory_mb=32, created_at=now,
+                            updated_at=now)
+            s.add(script)
+            s.flush()
+            s.add(ScriptVersion(script_id=script.id, version=1, source="export default () => 1;", created_at=now))
+            out[slug] = (token, script.id)
+        if i % 100 == 99:
+            print(f"  {i + 1} tenants, {time.monotonic() - t0:.0f} s", flush=True)
+    db.dispose()
+    return out
+
+
+def start_server(url: str, var: Path, port: int) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, ALMANAC_DATABASE_URL=url, ALMANAC_VAR_DIR=str(var), ALMANAC_SECRET_KEY=SECRET,
+               ALMANAC_LOG_LEVEL="warning", ALMANAC_SANDBOX_PROCESSES="0")
+    proc = subprocess.Popen([str(ROOT / ".venv/bin/almanac"), "serve", "--no-scheduler", "--port", str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    import httpx
+
+    for _ in range(600):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def client(port: int, token: str) -> Any:
+    import httpx
+
+    return httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"},
+                        timeout=120)
+
+
+def bench_puts(port: int, token: str, script_id: int, count: int) -> float:
+    with client(port, token) as c:
+        body = {"script_id": script_id, "run_at": "2027-01-01T00:00:00Z", "payload": {"n": 1}}
+        for i in range(20):  # warm-up (connection, caches)
+            c.put(f"/api/v1/jobs/warm-{i}", json=body)
+        t0 = time.perf_counter()
+        for i in range(count):
+            answer = c.put(f"/api/v1/jobs/put-{i}", json=body)
+            assert answer.status_code == 201, answer.text
+        return count / (time.perf_counter() - t0)
+
+
+def bench_job_batches(port: int, token: str, script_id: int, count: int) -> float:
+    with client(port, token) as c:
+        t0 = time.perf_counter()
+        for start in range(0, count, BATCH):
+            jobs = [{"key": f"batch-{i}", "script_id": script_id, "run_at": "2027-01-01T00:00:00Z",
+                     "payload": {"n": i}} for i in range(start, min(count, start + BATCH))]
+            answer = c.post("/api/v1/jobs/batch", json={"jobs": jobs})
+            assert answer.status_code == 200, answer.text
+        return count / (time.perf_counter() - t0)
+
+
+def fill_tenant(port: int, token: str, script_id: int, count: int) -> None:
+    with client(port, token) as c:
+        for start in range(0, count, BATCH):
+            schedules = [{"name": f"s{i}", "script_id": script_id, "rule": "@daily"}
+                         for i in range(start, min(count, start + BATCH))]
+            answer = c.post("/api/v1/schedules/batch", json={"schedules": schedules})
+            assert answer.status_code == 201, answer.text
+
+
+def bench_schedules(port: int, tenants: dict[str, tuple[str, int]], per_tenant: int, clients: int) -> float:
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        list(pool.map(lambda item: fill_tenant(port, item[1][0], item[1][1], per_tenant), tenants.items()))
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--puts", type=int, default=2000)
+    parser.add_argument("--batch-jobs", type=int, default=20_000)
+    parser.add_argument("--tenants", type=int, default=20)
+    parser.add_argument("--schedules", type=int, default=1000, help="per tenant (at most its quota, 10,000)")
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--pg-url")
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    from tests.support.pg import PgServer
+
+    pg = None if args.pg_url else PgServer()
+    url = args.pg_url or pg.start()  # type: ignore[union-attr]
+    var = Path(tempfile.mkdtemp(prefix="almanac-batch-bench-"))
+    server = None
+    try:
+        t0 = time.monotonic()
+        tenants = setup_tenants(url, var, max(1, args.tenants))
+        tenant_setup = time.monotonic() - t0
+        port = _free_port()
+        server = start_server(url, var, port)
+        first_token, first_script = next(iter(tenants.values()))
+        puts = bench_puts(port, first_token, first_script, args.puts)
+        batched = bench_job_batches(port, first_token, first_script, args.batch_jobs)
+        setup = bench_schedules(port, tenants, args.schedules, args.clients)
+        total = len(tenants) * args.schedules
+        print()
+        print("command: " + " ".join([Path(sys.executable).name, *sys.argv]))
+        print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}; "
+              f"after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}  (cores: {os.cpu_count()})")
+        print()
+        print("| what | size | result |")
+        print("|---|---|---|")
+        print(f"| single `PUT /api/v1/jobs/{{key}}`, 1 client, keep-alive | {args.puts} | {puts:.0f} jobs/s |")
+        print(f"| `POST /api/v1/jobs/batch` (1,000 a request), 1 client | {args.batch_jobs} | {batched:.0f} jobs/s |")
+        print(f"| `POST /api/v1/schedules/batch` set-up, {args.clients} clients | {total:,} schedules over "
+              f"{len(tenants)} tenants | {setup:.1f} s ({total / setup:.0f}/s) |")
+        print(f"| tenants + tokens + script, direct (not the API) | {len(tenants)} | {tenant_setup:.1f} s |")
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(30)
+        if pg is not None:
+            pg.stop()
+
+
+if __name__ == "__main__":
+    main()
