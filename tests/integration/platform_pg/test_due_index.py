@@ -259,3 +259,64 @@ def test_claims_of_tenants_whose_run_ids_coincide_are_all_renewed(
     later = now + timedelta(seconds=20)
     assert timer.renew_leases(later) == 0
     assert set(_index(database).values()) == {later + timedelta(seconds=31)}
+
+
+def _commits(database: Database) -> list[int]:
+    """A list that grows by one at every COMMIT on the engine (listener removed by nobody: per-test engine)."""
+    from sqlalchemy import event
+
+    seen: list[int] = []
+    event.listen(database.engine, "commit", lambda conn: seen.append(1))
+    return seen
+
+
+def test_finished_runs_of_many_tenants_are_recorded_in_one_transaction(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    """Before: a transaction per tenant (`finish_many`), the round trips of which dominated a burst."""
+    store = SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 4)
+    claims = store.claim_across(now, 100).claims
+    done = RunResult("succeeded", output=1, duration_ms=1)
+    commits = _commits(database)
+    applied = store.finish_across([(c, done, now, now + timedelta(seconds=1)) for c in claims])
+    assert applied == [True] * 12 and len(commits) == 1
+    assert _index(database) == {}
+    for slug in tenants:
+        with database.tenant_session(slug) as s:
+            assert {r.status for r in s.execute(select(Run)).scalars()} == {"succeeded"}
+
+
+def test_one_fenced_attempt_rolls_the_cross_tenant_record_back_and_the_timer_records_the_rest(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    from almanac.platform.clock import ManualClock
+    from almanac.platform.runner import FunctionRunner
+    from almanac.platform.timer_due import CrossTenantScheduler
+    from almanac.platform.timer_record import _Finished
+
+    store, thief = SqlStore(database, EveryRules()), SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 2)
+    claims = store.claim_across(now, 100).claims
+    lost = claims[0]
+    lapse = lost.lease_until + timedelta(seconds=1)
+    for slug in tenants:  # only `lost`'s lease lapses; another process then takes it over
+        others = Occurrence.__table__.c.id != (lost.occurrence_id if slug == lost.tenant else -1)
+        with database.tenant_session(slug) as s:
+            s.execute(Occurrence.__table__.update().where(others).values(
+                lease_until=lapse + timedelta(minutes=5), due_at=lapse + timedelta(minutes=5)))
+    assert [(c.tenant, c.occurrence_id) for c in thief.claim_across(lapse, 100).claims] == [
+        (lost.tenant, lost.occurrence_id)]
+    done = RunResult("succeeded", output=1, duration_ms=1)
+    items = [(c, done, now, lapse) for c in claims]
+    assert store.finish_across(items) is None  # rolled back: nothing recorded
+    timer = CrossTenantScheduler(store, FunctionRunner(lambda *a: None), ManualClock(lapse), lambda: [], workers=4)
+    with timer._cond:
+        timer._inflight = timer._unrecorded = len(claims)
+        timer._held_by.update(Counter(c.tenant for c in claims))
+    timer._record_done([_Finished(c, done, now, lapse, 0.001) for c in claims])
+    for slug in tenants:
+        with database.tenant_session(slug) as s:
+            ok = [r.occurrence_id for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars()]
+            assert len(ok) == (1 if slug == lost.tenant else 2)
+    assert timer.outstanding() == (0, 0, 0)
