@@ -95,11 +95,13 @@ _SCRIPTS = select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SC.c.current_version
 _CLAIM_CAS = Bulk(update(O).where(
     O.c.id == bindparam("b_id"), O.c.status == bindparam("b_status"), O.c.attempt == bindparam("b_attempt"),
 ).values(status=RUNNING, attempt=bindparam("b_new_attempt"), lease_token=bindparam("b_token"),
-         lease_until=bindparam("b_lease"), due_at=bindparam("b_lease")))
+         lease_until=bindparam("b_lease"), due_at=bindparam("b_lease"), run_id=bindparam("b_run_id")))
 _CLAIM_RUN_ID = Bulk(update(O).where(O.c.id == bindparam("b_id")).values(run_id=bindparam("b_run_id")))
 _RUN_COLUMNS = ("occurrence_id", "schedule_id", "job_key", "script_id", "script_version", "trigger", "scheduled_for",
                 "created_at", "started_at", "status", "attempt", "lease_token")
 _INSERT_RUNS = Bulk(R.insert().values({name: bindparam("b_" + name) for name in _RUN_COLUMNS}))
+_INSERT_RUNS_RETURNING = (R.insert().values({name: bindparam("b_" + name) for name in _RUN_COLUMNS})
+                          .returning(R.c.id, sort_by_parameter_order=True))
 _RUN_IDS = select(R.c.id, R.c.occurrence_id, R.c.attempt).where(R.c.occurrence_id.in_(_ids()))
 NEXT_DUE = select(func.min(O.c.due_at))
 BACKLOG = select(func.count()).select_from(O).where(O.c.due_at <= bindparam("b_now"),
@@ -387,23 +389,46 @@ class ClaimMixin:
         if not pending:
             return
         conn = s.connection()
+        if self.is_postgres:
+            run_ids = self._claim_locked(conn, pending, now)
+        else:
+            pending, run_ids = self._claim_cas(conn, pending, now)
+        batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
+
+    def _claim_cas(self, conn: Any, pending: list[_Pending], now: datetime) -> tuple[list[_Pending], list[int]]:
+        """(SQLite) Claim each occurrence by compare-and-set, then insert the held ones' runs; (held, run ids)."""
         changed = _CLAIM_CAS.executemany(conn, [dict(
             b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
-            b_token=p.token, b_lease=p.lease) for p in pending])
+            b_token=p.token, b_lease=p.lease, b_run_id=None) for p in pending])
         if changed != len(pending):
             held = {r.id for r in conn.execute(select(O.c.id).where(
                 O.c.id.in_([p.row.id for p in pending]),  # the key lookup (SQLite scans for a row-value IN)
                 tuple_(O.c.id, O.c.lease_token).in_([(p.row.id, p.token) for p in pending])))}
             pending = [p for p in pending if p.row.id in held]
             if not pending:
-                return
+                return [], []
         # The runs' ids by their unique key (occurrence, attempt): an executemany returns no rows.
         _INSERT_RUNS.executemany(conn, [self._run_values(p, now) for p in pending])
         ids = {(r.occurrence_id, r.attempt): r.id
                for r in conn.execute(_RUN_IDS, {"b_ids": sorted(p.row.id for p in pending)})}
         run_ids = [ids[(p.row.id, p.row.attempt + 1)] for p in pending]
         _CLAIM_RUN_ID.executemany(conn, [dict(b_id=p.row.id, b_run_id=rid) for p, rid in zip(pending, run_ids)])
-        batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
+        return pending, run_ids
+
+    def _claim_locked(self, conn: Any, pending: list[_Pending], now: datetime) -> list[int]:
+        """(PostgreSQL) The rows are locked FOR UPDATE by this transaction: insert the runs, then claim.
+
+        Two statements instead of four: the runs' ids come back from their multi-row INSERT, and
+        the compare-and-set writes each occurrence's run id with its lease. Under the lock the
+        compare-and-set cannot miss; if it ever did, nothing is claimed on a guess (rolled back).
+        """
+        run_ids = list(conn.execute(_INSERT_RUNS_RETURNING, [self._run_values(p, now) for p in pending]).scalars())
+        changed = _CLAIM_CAS.executemany(conn, [dict(
+            b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
+            b_token=p.token, b_lease=p.lease, b_run_id=rid) for p, rid in zip(pending, run_ids)])
+        if changed != len(pending):
+            raise RuntimeError(f"claim changed {changed} locked occurrences, expected {len(pending)}")
+        return run_ids
 
     @staticmethod
     def _run_values(p: _Pending, now: datetime) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from sqlalchemy import Table, bindparam, delete, func, select, text
 from sqlalchemy.orm import Session
 
 from almanac.db import TENANT_SCHEMA, schema_for
-from almanac.platform import policies
+from almanac.platform import policies, quotas
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
@@ -157,9 +157,21 @@ class DueMixin:
                      tenant_exists: Any = None) -> CrossBatch:
         """Claim up to `limit` due occurrences of any tenants, fairly between them, in one transaction.
 
-        `tenant_exists(slug)`: asked only about a tenant whose schema could not be read, so
-        that the index rows of a tenant that is gone are dropped rather than retried forever.
+        Each tenant's part runs straight in the transaction (a savepoint each cost two round
+        trips per tenant, as much as its claim's reads); should any part fail, all of it is
+        rolled back and the pass is made again with a savepoint per tenant, so that a broken
+        tenant costs only its own rows. `tenant_exists(slug)`: asked only about a tenant whose
+        part failed, so that the index rows of a tenant that is gone are dropped rather than
+        retried forever.
         """
+        try:
+            return self._claim_pass(now, limit, share, None)
+        except Exception:
+            log.warning("scheduler.claim_retried", extra={"event": "scheduler.claim_retried"}, exc_info=True)
+        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True))
+
+    def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any) -> CrossBatch:
+        """One claim transaction; `tenant_exists` None: optimistic (any failure raises, all rolled back)."""
         claims: list[Claim] = []
         recorded: Counter[str] = Counter()
         failed: list[str] = []
@@ -170,15 +182,15 @@ class DueMixin:
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:
                 by_tenant.setdefault(slug, []).append(oid)
+            limits = quotas.quotas_of_many(conn, sorted(by_tenant)) if by_tenant else {}
             for slug, ids in by_tenant.items():
-                try:
-                    batch = self._claim_tenant(conn, slug, ids, now)
-                except Exception:
-                    log.exception("scheduler.claim_failed", extra={"event": "scheduler.claim_failed", "tenant": slug})
-                    failed.append(slug)
-                    if tenant_exists is not None and not tenant_exists(slug):
-                        conn.execute(_DROP_TENANT, {"b_slug": slug})
-                    continue
+                if tenant_exists is None:
+                    batch = self._claim_tenant(conn, slug, ids, now, limits[slug])
+                else:
+                    batch = self._claim_tenant_apart(conn, slug, ids, now, limits[slug], tenant_exists)
+                    if batch is None:
+                        failed.append(slug)
+                        continue
                 claims.extend(batch.claims)
                 recorded.update(batch.recorded)
             full = len(picked) >= limit
@@ -187,6 +199,18 @@ class DueMixin:
                 next_due = conn.execute(_NEXT_DUE).scalar()
                 backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
         return CrossBatch(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)
+
+    def _claim_tenant_apart(self, conn: Any, slug: str, ids: list[int], now: datetime, limits: Any,
+                            tenant_exists: Any) -> Any:
+        """`_claim_tenant` in a savepoint: a failure costs only this tenant's rows (None, logged)."""
+        try:
+            with conn.begin_nested():
+                return self._claim_tenant(conn, slug, ids, now, limits)
+        except Exception:
+            log.exception("scheduler.claim_failed", extra={"event": "scheduler.claim_failed", "tenant": slug})
+            if not tenant_exists(slug):
+                conn.execute(_DROP_TENANT, {"b_slug": slug})
+            return None
 
     def renew_across(self, claims: Sequence[Claim], now: datetime) -> set[tuple[str, int]]:
         """`renew_leases` for the claims of many tenants in one transaction; (tenant, run id) of those not held.
@@ -212,9 +236,10 @@ class DueMixin:
                 lost |= {(slug, c.run_id) for c in mine if current.get(c.occurrence_id) != c.lease_token}
         return lost
 
-    def _claim_tenant(self, conn: Any, slug: str, ids: list[int], now: datetime) -> Any:
-        """One tenant's part of the claim, in a savepoint: a failure costs only this tenant's rows."""
-        with conn.begin_nested(), _tenant_session(conn, slug) as s:
+    def _claim_tenant(self, conn: Any, slug: str, ids: list[int], now: datetime, limits: Any) -> Any:
+        """One tenant's part of the claim, its quotas read already (`limits`)."""
+        with _tenant_session(conn, slug) as s:
+            s.info["quotas"] = limits
             rows = list(s.execute(_ROWS_LOCKED, {"b_ids": ids, "b_now": now}).all())
             if len(rows) < len(ids):
                 self._drop_orphans(s, slug, ids, {r.id for r in rows})

@@ -320,3 +320,39 @@ def test_one_fenced_attempt_rolls_the_cross_tenant_record_back_and_the_timer_rec
             ok = [r.occurrence_id for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars()]
             assert len(ok) == (1 if slug == lost.tenant else 2)
     assert timer.outstanding() == (0, 0, 0)
+
+
+def test_a_claim_across_tenants_costs_a_few_statements_per_tenant_and_no_savepoints(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    """Before: a savepoint per tenant, the quotas read per tenant, and the runs' ids read back
+    and written to their occurrences by two more statements (15 statements a tenant)."""
+    from sqlalchemy import event
+
+    store = SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 4)
+    seen: list[str] = []
+    event.listen(database.engine, "before_cursor_execute", lambda *a: seen.append(a[2].split()[0].upper()))
+    batch = store.claim_across(now, 100)
+    assert len(batch.claims) == 12 and all(c.run_id for c in batch.claims)
+    assert "SAVEPOINT" not in seen
+    # pick + quotas, then per tenant: occurrences, jobs, scripts (and their source, once a process),
+    # today's use, runs, claim; then next due, backlog
+    assert len(seen) <= 2 + 7 * len(tenants) + 2, seen
+    for slug in tenants:  # each occurrence points at its run
+        with database.tenant_session(slug) as s:
+            linked = {(o.id, o.run_id) for o in s.execute(select(Occurrence)).scalars()}
+            runs = {(r.occurrence_id, r.id) for r in s.execute(select(Run)).scalars()}
+            assert linked == runs
+
+
+def test_a_tenant_whose_part_fails_costs_only_its_own_rows(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    store = SqlStore(database, EveryRules())
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 2)
+    with database.engine.begin() as conn:  # a broken tenant: its part of the optimistic pass fails
+        conn.execute(text("ALTER TABLE t_due_1.runs RENAME TO runs_hidden"))
+    batch = store.claim_across(now, 100, tenant_exists=lambda slug: True)
+    assert batch.failed == [tenants[1]]
+    assert Counter(c.tenant for c in batch.claims) == {tenants[0]: 2, tenants[2]: 2}
