@@ -253,7 +253,8 @@ def test_claims_of_tenants_whose_run_ids_coincide_are_all_renewed(
     store = SqlStore(database, EveryRules())
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 3)
-    timer = CrossTenantScheduler(store, Holding(), ManualClock(now), lambda: [], workers=4)  # room for 16
+    timer = CrossTenantScheduler(store, Holding(), ManualClock(now), lambda: [], workers=4,
+                                 claimers=1)  # room for 16, all of it for this one claimer
     timer._pass(now)
     assert timer.outstanding().claimed == 9  # 3 tenants x runs 1, 2, 3
     later = now + timedelta(seconds=20)
@@ -356,3 +357,42 @@ def test_a_tenant_whose_part_fails_costs_only_its_own_rows(
     batch = store.claim_across(now, 100, tenant_exists=lambda slug: True)
     assert batch.failed == [tenants[1]]
     assert Counter(c.tenant for c in batch.claims) == {tenants[0]: 2, tenants[2]: 2}
+
+
+def test_two_claimers_of_one_process_claim_at_once_each_its_part_and_every_run_once(
+        database: Database, tenants: list[str]) -> None:
+    """A pass mostly waits on the database; before, one thread claimed at a time in a process."""
+    import threading
+
+    from almanac.platform.clock import SystemClock
+    from almanac.platform.runner import FunctionRunner
+    from almanac.platform.timer_due import CrossTenantScheduler
+
+    clock = SystemClock()
+    now = clock.now()
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now, 20)
+    both = threading.Barrier(2, timeout=30)
+    limits: list[int] = []
+
+    class Overlapping(SqlStore):  # the first two claims meet here: they are in flight together
+        def claim_across(self, now: datetime, limit: int, **kw: Any) -> Any:
+            if len(limits) < 2:
+                limits.append(limit)
+                both.wait()
+            return super().claim_across(now, limit, **kw)
+
+    timer = CrossTenantScheduler(Overlapping(database, EveryRules()), FunctionRunner(lambda *a: 1), clock,
+                                 lambda: [], workers=4, claimers=2)
+    timer.start()
+    try:
+        deadline = time.monotonic() + 60
+        while any(d <= clock.now() for d in _index(database).values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        timer.stop()
+    assert limits == [8, 8]  # each its half of the room (4 workers x 4 claims ahead)
+    for slug in tenants:
+        with database.tenant_session(slug) as s:
+            ok = Counter(r.job_key for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars())
+            assert len(ok) == 20 and set(ok.values()) == {1}
