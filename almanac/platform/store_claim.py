@@ -24,9 +24,9 @@ import secrets
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from sqlalchemy import bindparam, delete, func, select, tuple_, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from almanac.db import insert_ignore
@@ -100,7 +100,7 @@ _CLAIM_RUN_ID = Bulk(update(O).where(O.c.id == bindparam("b_id")).values(run_id=
 _RUN_COLUMNS = ("occurrence_id", "schedule_id", "job_key", "script_id", "script_version", "trigger", "scheduled_for",
                 "created_at", "started_at", "status", "attempt", "lease_token")
 _INSERT_RUNS = Bulk(R.insert().values({name: bindparam("b_" + name) for name in _RUN_COLUMNS}))
-_INSERT_RUNS_RETURNING = (R.insert().values({name: bindparam("b_" + name) for name in _RUN_COLUMNS})
+_INSERT_RUNS_RETURNING = (insert(cast(Table, R)).values({name: bindparam("b_" + name) for name in _RUN_COLUMNS})
                           .returning(R.c.id, sort_by_parameter_order=True))
 _RUN_IDS = select(R.c.id, R.c.occurrence_id, R.c.attempt).where(R.c.occurrence_id.in_(_ids()))
 NEXT_DUE = select(func.min(O.c.due_at))
