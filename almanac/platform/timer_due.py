@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -94,18 +95,24 @@ class CrossTenantScheduler(Scheduler):
             self._renewer = None
 
     def _renew_loop(self) -> None:
-        wait = self.renew_every.total_seconds()
+        every = self.renew_every.total_seconds()
         while True:
             with self._cond:
-                if self._stopping and not self._claims and self._recorder is None:
-                    return
-                self._cond.wait(wait)
-                if self._stopping and not self._claims and self._recorder is None:
+                # The condition is notified at every run's end and every pass: waking on it renewed
+                # every held lease (a statement per tenant) many times a second under a burst.
+                due = time.monotonic() + every
+                while not self._done_renewing() and (left := due - time.monotonic()) > 0:
+                    self._cond.wait(left)
+                if self._done_renewing():
                     return
             try:
                 self.renew_leases()
             except Exception:
                 log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed"})
+
+    def _done_renewing(self) -> bool:
+        """(Holding the condition.) Stopping, and nothing is left whose lease would need renewing."""
+        return self._stopping and not self._claims and self._recorder is None
 
     @property
     def capacity(self) -> int:

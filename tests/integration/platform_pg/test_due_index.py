@@ -396,3 +396,35 @@ def test_two_claimers_of_one_process_claim_at_once_each_its_part_and_every_run_o
         with database.tenant_session(slug) as s:
             ok = Counter(r.job_key for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars())
             assert len(ok) == 20 and set(ok.values()) == {1}
+
+
+def test_leases_are_renewed_every_renew_every_not_at_every_notification(
+        database: Database, tenants: list[str]) -> None:
+    """Before: the renewer woke on the timer's condition, notified at every run's end and pass,
+    and renewed every held lease each time (a statement per tenant, many times a second)."""
+    from almanac.platform.clock import SystemClock
+    from almanac.platform.runner import FunctionRunner
+    from almanac.platform.timer_due import CrossTenantScheduler
+
+    calls: list[float] = []
+
+    class Counting(SqlStore):
+        def renew_across(self, claims: Any, now: datetime) -> set[tuple[str, int]]:
+            calls.append(time.monotonic())
+            return super().renew_across(claims, now)
+
+    timer = CrossTenantScheduler(Counting(database, EveryRules()), FunctionRunner(lambda *a: 1), SystemClock(),
+                                 lambda: [], workers=2, renew_every_s=1.0)
+    timer._claims[("x", 1)] = type("C", (), {"occurrence_id": 1, "tenant": "x", "run_id": 1, "lease_token": "t",
+                                             "timeout_ms": 1000})()  # one held claim: something to renew
+    timer.start()
+    try:
+        started = time.monotonic()
+        while time.monotonic() - started < 2.5:  # notified 100 times a second meanwhile
+            with timer._cond:
+                timer._cond.notify_all()
+            time.sleep(0.01)
+    finally:
+        timer._claims.clear()
+        timer.stop()
+    assert 1 <= len(calls) <= 3, len(calls)
