@@ -20,6 +20,7 @@ from almanac.platform.clock import ManualClock
 from almanac.settings import Settings
 from almanac.tenants import auth, migrations, passwords, registry
 from tests.support.pg import PgServer
+from tests.support.sandbox_cache import with_shared_cache
 
 # Argon2 at RFC 9106's cost takes 0.3-1 s per hash on a busy CI core and the suite makes hundreds of
 # accounts: tests in this process hash with the same algorithm at its lowest cost. Servers started
@@ -62,22 +63,37 @@ def _settings_for(url: str, var_dir: Path) -> Settings:
     return Settings(database_url=url, var_dir=var_dir, secret_key="test-secret-key-0123456789abcdef")
 
 
+@pytest.fixture(scope="session")
+def sandbox_image_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One directory of compiled sandbox images for the whole run, every xdist worker included.
+
+    Compiling QuickJS takes 1.4 s of CPU; a test whose server or pool starts with an empty cache
+    pays it again. Writes into the cache are atomic (os.replace), so processes may share it. The
+    sandbox's own cold-start and corrupt-cache tests use directories of their own.
+    """
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = root / "shared-sandbox-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
 @pytest.fixture
-def settings(backend: str, tmp_path: Path) -> Settings:
-    var = tmp_path / "var"
+def settings(backend: str, tmp_path: Path, sandbox_image_cache: Path) -> Settings:
+    var = with_shared_cache(tmp_path / "var", sandbox_image_cache)
     if backend == "sqlite":
         return _settings_for(f"sqlite:///{var}/almanac.db", var)
     return _settings_for(_pg_url(), var)
 
 
 @pytest.fixture
-def sqlite_settings(tmp_path: Path) -> Settings:
-    var = tmp_path / "var"
+def sqlite_settings(tmp_path: Path, sandbox_image_cache: Path) -> Settings:
+    var = with_shared_cache(tmp_path / "var", sandbox_image_cache)
     return _settings_for(f"sqlite:///{var}/almanac.db", var)
 
 
