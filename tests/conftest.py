@@ -33,6 +33,21 @@ _PG = PgServer()
 _pg_started = False
 
 
+# Modules whose module-scoped fixtures are costly (a server and chromium, a pool of workers, the fuzzed
+# app): `make test` runs with `--dist loadgroup`, and each such module is one group, so its fixtures
+# are set up on one xdist worker instead of on every worker that receives some of its tests.
+_ONE_WORKER_PER_MODULE = ("tests/browser/", "tests/fuzz/", "tests/integration/sandbox/test_pool.py",
+                          "tests/integration/egress/test_fetch_servers.py")
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        where = Path(str(item.path)).relative_to(root).as_posix()
+        if where.startswith(_ONE_WORKER_PER_MODULE):
+            item.add_marker(pytest.mark.xdist_group(where))
+
+
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     if _pg_started:
         _PG.stop()
@@ -76,6 +91,14 @@ def sandbox_image_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cache = root / "shared-sandbox-cache"
     cache.mkdir(exist_ok=True)
     return cache
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixture's own params, which then stand aside
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # A module marked `any_backend` runs on SQLite alone: what it tests does not touch SQL that
+    # differs between the backends (the store, claims, tenant isolation and migrations run on both).
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("any_backend"):
+        metafunc.parametrize("backend", [b for b in BACKENDS if b == "sqlite"] or BACKENDS[:1])
 
 
 @pytest.fixture(params=BACKENDS)
