@@ -51,7 +51,7 @@ class Server:
             stdout=self._log_handle, stderr=subprocess.STDOUT,
         )
 
-    def wait_ready(self, timeout: float = 30) -> "Server":
+    def wait_ready(self, timeout: float = 60) -> "Server":
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
