@@ -160,6 +160,17 @@ def check_pending_jobs(s: Session, quotas: Quotas, adding: int = 1) -> None:
     ensure_room("pending jobs", use_pending_jobs(s), adding, quotas.pending_jobs)
 
 
+def check_pending_jobs_here(s: Session, adding: int = 1) -> None:
+    """`check_pending_jobs` for the tenant of a `Database.tenant_session`, its override and its count
+    read by one statement (a single PUT pays one round trip for its quota, not two)."""
+    from almanac.platform.models import JOB_PENDING, Job
+
+    used = select(func.count()).select_from(Job).where(Job.state == JOB_PENDING).scalar_subquery()
+    override = select(TenantQuota.pending_jobs).where(TenantQuota.tenant_slug == s.info["tenant"]).scalar_subquery()
+    count, limit = s.execute(select(used, override)).one()
+    ensure_room("pending jobs", count, adding, DEFAULTS.pending_jobs if limit is None else limit)
+
+
 def check_kv(quotas: Quotas, keys: int, size: int) -> None:
     """`keys` and `size` (bytes) as they would be after the write."""
     if keys > quotas.kv_keys:

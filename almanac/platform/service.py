@@ -233,7 +233,7 @@ def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tupl
     # Locked now, once: upsert_job takes the row as it is (one lookup a PUT, not two).
     existing = s.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
     if existing is None or existing.state != JOB_PENDING:  # a new pending job (replacing one is free)
-        quotas.check_pending_jobs(s, quotas.of(s))
+        quotas.check_pending_jobs_here(s)
     existed = existing is not None
     values = dict(fields, payload=dumps(fields.get("payload")))
     try:
@@ -254,6 +254,9 @@ def cancel_job(s: Session, key: str, now: datetime) -> Job:
     job = get_job(s, key)
     planning.cancel_job(s, job, now)
     return job
+
+
+LOOK_UP = object()  # `next_run_at` not known by the caller: ask the database
 
 
 def job_next_run_at(s: Session, job: Job) -> datetime | None:
