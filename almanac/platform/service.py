@@ -28,8 +28,11 @@ POLICY_FIELDS = ("misfire", "catchup_window_s", "overlap", "expire_after_s", "ma
 MAX_PAGE = 200
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder, not one a call
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    return _COMPACT.encode(value)
 
 
 # -- scripts ------------------------------------------------------------------------------
