@@ -15,6 +15,7 @@ from almanac import __version__
 from almanac.settings import Settings, get_settings
 from almanac.web import docs, errors, openapi, ops
 from almanac.web.bodylimit import BodyLimit
+from almanac.web.token_cache import TokenCache
 from almanac.worker import Services, build_services
 
 log = logging.getLogger("almanac.web")
@@ -58,6 +59,7 @@ def create_app(
     docs.install(app)  # /docs and /redoc from packaged assets: no CDN
     app.state.services = services
     app.state.settings = settings
+    app.state.token_cache = TokenCache(settings.token_cache_s)
     views = _views()
     errors.install(app, getattr(views, "page_error", None))
     app.include_router(ops.router)

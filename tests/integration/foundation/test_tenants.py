@@ -109,3 +109,38 @@ def test_migrate_all_reports_a_failed_tenant_and_carries_on(database: Database, 
     report = registry.migrate_all(database)
     assert report.migrated == ["alpha", "gamma"]
     assert list(report.failed) == ["beta"] and "not_a_revision" in report.failed["beta"]
+
+
+def _catalog(db: Database, slug: str) -> dict[str, list[tuple[object, ...]]]:
+    """Everything a schema holds that a migration makes, with the schema's own name taken out."""
+    from sqlalchemy import text
+
+    schema = schema_for(slug)
+    queries = {
+        "columns": "SELECT table_name, column_name, data_type, is_nullable, column_default FROM "
+                   "information_schema.columns WHERE table_schema = :s ORDER BY 1, 2",
+        "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s ORDER BY 1",
+        "constraints": "SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c "
+                       "JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = :s ORDER BY 1, 2",
+        "sequences": "SELECT sequence_name, data_type FROM information_schema.sequences WHERE sequence_schema = :s "
+                     "ORDER BY 1",
+    }
+    with db.engine.connect() as conn:
+        return {name: [tuple(str(v).replace(schema, "S") for v in row) for row in conn.execute(text(sql), {"s": schema})]
+                for name, sql in queries.items()}
+
+
+def test_a_new_tenant_from_the_recorded_migrations_is_the_schema_alembic_makes(database: Database,
+                                                                                now: datetime) -> None:
+    """Issue 19: on PostgreSQL a new tenant's schema is made by replaying the migrations recorded once
+    (one script), not by alembic; the result must be the very schema alembic makes."""
+    if database.is_sqlite:
+        pytest.skip("SQLite tenants are files migrated by alembic")
+    _create(database, "replayed", now)
+    assert database.url in migrations._recorded  # made from the recording, not by alembic
+    migrations.upgrade_tenant(database, "migrated")
+    assert migrations.tenant_revision(database, "replayed") == migrations.head_revision()
+    replayed, migrated = _catalog(database, "replayed"), _catalog(database, "migrated")
+    assert replayed["columns"] and replayed["indexes"] and replayed["constraints"]
+    assert replayed == migrated
+    assert migrations.TEMPLATE_SCHEMA not in inspect(database.engine).get_schema_names()  # rolled back
