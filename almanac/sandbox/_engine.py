@@ -102,11 +102,11 @@ class _Deadlines(threading.Thread):
         self.moves = 0  # how often the epoch was moved
         self.stopped = False
 
-    def begin(self, store: wasmtime.Store, deadline: float) -> int:
+    def begin(self, store: _native.RunStore, deadline: float) -> int:
         """Arm ``store`` and watch ``deadline`` (time.monotonic()); a token for ``end``."""
-        _native.on_epoch_deadline(store, STOP_REASON)
+        store.on_epoch_deadline(STOP_REASON)
         with self.cond:  # the epoch cannot move between arming and watching
-            store.set_epoch_deadline(1)
+            store.arm()
             self.tokens += 1
             self.waiting[self.tokens] = deadline
             if deadline < self.wake_at:
