@@ -61,6 +61,7 @@ check_version(_found)
 import wasmtime  # noqa: E402  (only once the version is known to fit)
 from wasmtime import _ffi as ffi  # noqa: E402
 
+TABLE_KEEP_RESIDENT = 64 * 1024  # bytes of a table slot reset in place (the whole of ours)
 RAW = ctypes.sizeof(ffi.wasmtime_val_raw_t)  # 16: every raw argument slot
 
 
@@ -204,6 +205,9 @@ def pooling(config: wasmtime.Config, instances: int, max_memory: int) -> None:
         ffi.wasmtime_pooling_allocation_config_max_memory_size_set(pool, max_memory)
         ffi.wasmtime_pooling_allocation_config_max_core_instance_size_set(pool, 1 << 20)
         ffi.wasmtime_pooling_allocation_config_table_elements_set(pool, 1 << 16)
+        # The function table (~520 entries) is reset with memset, not madvise: one syscall
+        # and two page faults fewer per run (linear memory stays madvise'd: see _engine._pooling).
+        ffi.wasmtime_pooling_allocation_config_table_keep_resident_set(pool, TABLE_KEEP_RESIDENT)
         ffi.wasmtime_pooling_allocation_strategy_set(config.ptr(), pool)
     finally:
         ffi.wasmtime_pooling_allocation_config_delete(pool)
