@@ -61,9 +61,13 @@ SOURCES_KEPT = 64
 SURPLUS_CHECK_S = 1.0  # how often an idle worker looks whether the pool has told it to exit
 
 
+# Built once: json.dumps with options builds an encoder per call, on every message both ways.
+# ASCII output: lone surrogates in sources and logs survive as \\u escapes.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+
+
 def dump(message: list) -> bytes:
-    # ASCII output: lone surrogates in sources and logs survive as \\u escapes.
-    return json.dumps(message, allow_nan=False, separators=(",", ":")).encode()
+    return _ENCODER.encode(message).encode()
 
 
 class HostFailure(Exception):
