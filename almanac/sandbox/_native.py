@@ -188,11 +188,6 @@ def epoch_callback(stop_reason: Callable[[], str | None]) -> _EpochCallback:
     return raw
 
 
-def on_epoch_deadline(store: wasmtime.Store, callback: _EpochCallback) -> None:
-    """Call ``callback`` (from ``epoch_callback``) whenever ``store`` reaches its epoch deadline."""
-    _set_epoch_callback(ctypes.cast(store.ptr(), c_void_p), callback, None, None)
-
-
 # --- calling into the instance -------------------------------------------------
 
 def pooling(config: wasmtime.Config, instances: int, max_memory: int) -> None:
@@ -317,7 +312,7 @@ class RunStore:
         self._trap = c_void_p()
         self._func = ffi.wasmtime_extern_t()
 
-    def on_epoch_deadline(self, callback: _EpochCallback) -> None:
+    def on_epoch_deadline(self, callback: Callable[..., int]) -> None:
         """Call ``callback`` (from ``epoch_callback``) whenever the store reaches its epoch deadline."""
         _set_epoch_callback(self.ptr, callback, None, None)
 
