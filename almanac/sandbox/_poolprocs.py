@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import select
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,8 @@ from .capabilities import REMOTE, Capabilities, CapabilityError
 log = logging.getLogger("almanac.sandbox")
 
 START_TIMEOUT_S = 60.0
+READ_CHUNK = 256 * 1024  # what one wake-up of the reactor reads from a worker's pipe at most
+_LENGTH = struct.Struct("!i")  # multiprocessing.Connection's frame header (messages under 2 GiB)
 
 
 class Worker:
@@ -34,6 +38,30 @@ class Worker:
         # Connection.poll builds a selector per call; a poll object is ~10x cheaper.
         self.poller = select.poll()
         self.poller.register(self.fd, select.POLLIN)
+        self.pending = b""  # the start of a message the worker has not finished writing
+
+    def messages(self, most: int) -> list[bytes]:
+        """Every whole message the worker has written so far, read with one ``read``.
+
+        Call it only when the pipe is readable (poll said so).  ``Connection.recv_bytes``
+        costs two reads per message and the reactor a poll between messages; a burst of
+        results arrives in one read here.  EOFError once the worker closed its end;
+        OSError for a frame longer than ``most`` bytes.
+        """
+        data = os.read(self.fd, READ_CHUNK)
+        if not data:
+            raise EOFError
+        data, found, at = self.pending + data if self.pending else data, [], 0
+        while len(data) - at >= 4:
+            length = _LENGTH.unpack_from(data, at)[0]
+            if not 0 <= length <= most:
+                raise OSError("bad message length")
+            if len(data) - at - 4 < length:
+                break
+            found.append(data[at + 4:at + 4 + length])
+            at += 4 + length
+        self.pending = data[at:]
+        return found
 
     def running(self) -> tuple[int, float]:
         """(job id, its start in ``time.monotonic()`` seconds), or (0, 0.0) when idle.

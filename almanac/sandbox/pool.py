@@ -298,19 +298,23 @@ class SandboxPool(SparesMixin):
         return WATCH_MS if self._out else 1000
 
     def _read(self, worker: Worker) -> None:
-        """Handle what the worker has written so far (a bounded number of messages)."""
-        for _ in range(64):
+        """Handle what the worker has written so far (one read: a bounded number of messages)."""
+        try:
+            messages = worker.messages(MAX_MESSAGE)
+        except (EOFError, OSError):
+            self._lose(worker, "died")
+            return
+        for data in messages:
             try:
-                message = json.loads(worker.conn.recv_bytes(MAX_MESSAGE))
-                self._handle(worker, message)
-            except (EOFError, OSError):
+                self._handle(worker, json.loads(data))
+            except (EOFError, OSError):  # answering it: its pipe is gone
                 self._lose(worker, "died")
                 return
             except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # not JSON, or not the expected shape
                 worker.process.kill()
                 self._lose(worker, "malformed")
                 return
-            if worker.fd not in self._workers or not worker.poller.poll(0):
+            if worker.fd not in self._workers:
                 return
 
     def _handle(self, worker: Worker, message: list) -> None:
