@@ -45,12 +45,12 @@ lint: install-dev
 # alone, so that a neighbour's load cannot make them late. Those all live in tests/acceptance (a
 # test checks), so the second session collects only that folder.
 test: install-dev lint
-	$(BIN)/pytest -q -n $(XDIST) --dist loadgroup -m "not timing" --durations=25 $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/pytest -q -n $(XDIST) -m "not timing" --durations=25 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/pytest -q -m timing --durations=10 $(or $(PYTEST_ARGS),tests/acceptance) || [ $$? -eq 5 ]  # 5: none selected
 
 # Unit and integration tests on SQLite only: the quick loop while working.
 test-fast: install-dev
-	ALMANAC_TEST_BACKENDS=sqlite $(BIN)/pytest -q -n $(XDIST) --dist loadgroup tests/unit tests/integration -m "not postgres and not slow and not timing" $(PYTEST_ARGS)
+	ALMANAC_TEST_BACKENDS=sqlite $(BIN)/pytest -q -n $(XDIST) tests/unit tests/integration -m "not postgres and not slow and not timing" $(PYTEST_ARGS)
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py

@@ -33,21 +33,6 @@ _PG = PgServer()
 _pg_started = False
 
 
-# Modules whose module-scoped fixtures are costly (a server and chromium, a pool of workers, the fuzzed
-# app): `make test` runs with `--dist loadgroup`, and each such module is one group, so its fixtures
-# are set up on one xdist worker instead of on every worker that receives some of its tests.
-_ONE_WORKER_PER_MODULE = ("tests/browser/", "tests/fuzz/", "tests/integration/sandbox/test_pool.py",
-                          "tests/integration/egress/test_fetch_servers.py")
-
-
-def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    root = Path(str(config.rootpath))
-    for item in items:
-        where = Path(str(item.path)).relative_to(root).as_posix()
-        if where.startswith(_ONE_WORKER_PER_MODULE):
-            item.add_marker(pytest.mark.xdist_group(where))
-
-
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     if _pg_started:
         _PG.stop()

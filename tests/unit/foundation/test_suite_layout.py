@@ -19,3 +19,11 @@ def test_every_timing_test_lives_under_tests_acceptance() -> None:
 def test_make_test_runs_the_timing_session_on_tests_acceptance() -> None:
     makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
     assert "-m timing" in makefile and "-m timing --durations=10 $(or $(PYTEST_ARGS),tests/acceptance)" in makefile
+
+
+
+def test_make_test_distributes_test_by_test() -> None:
+    """Not --dist loadgroup/loadscope/loadfile: under those, schemathesis's per-operation items of
+    tests/fuzz were reported as 3 tests instead of 59, one of them running every operation on one worker."""
+    makefile = (TESTS.parent / "Makefile").read_text(encoding="utf-8")
+    assert "--dist" not in makefile
