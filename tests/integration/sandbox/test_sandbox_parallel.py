@@ -11,6 +11,12 @@ from almanac.sandbox import InMemoryCapabilities, Limits, NullCapabilities, Sand
 ROOT = Path(__file__).resolve().parents[3]
 
 
+def _deadline(i: int) -> int:
+    # The loopers (every fifth run) end at a short deadline to keep the test quick; the others get a
+    # deadline no busy machine reaches (at 200 ms, one ran out in a full parallel suite).
+    return 200 if i % 5 == 0 else 20_000
+
+
 def test_many_threads_get_their_own_results_logs_and_caps():
     src = """export default async (e) => {
       console.log('run', e.i);
@@ -22,7 +28,7 @@ def test_many_threads_get_their_own_results_logs_and_caps():
     caps = [InMemoryCapabilities() for _ in range(40)]
     with Sandbox() as box, ThreadPoolExecutor(4) as pool:
         results = list(pool.map(
-            lambda i: box.run(src, {"i": i}, Limits(timeout_ms=200), caps[i - 1]), range(1, 41)))
+            lambda i: box.run(src, {"i": i}, Limits(timeout_ms=_deadline(i)), caps[i - 1]), range(1, 41)))
     for i, r in enumerate(results, start=1):
         assert r.logs == (f"run {i}",)
         assert r.effects.kv == ({"mine": str(i)} if r.status == "succeeded" else {})
