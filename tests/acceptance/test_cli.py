@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from almanac.settings import Settings
-from tests.support.proc import Server, almanac, cli_env
+from tests.support.proc import Server, almanac, cli_env, settings_of
 
 
 @pytest.fixture
@@ -56,8 +56,7 @@ def _tenants(env: dict[str, str]) -> list[tuple[str, int]]:
     from almanac.db import Database
     from almanac.tenants import registry
 
-    db = Database(Settings(database_url=env["ALMANAC_DATABASE_URL"], var_dir=Path(env["ALMANAC_VAR_DIR"]),
-                           secret_key=env["ALMANAC_SECRET_KEY"]))
+    db = Database(settings_of(env))
     try:
         with db.shared_session() as session:
             return [(t.slug, t.min_interval_seconds) for t in registry.list_tenants(session)]

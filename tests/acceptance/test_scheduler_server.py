@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from almanac.db import Database
-from almanac.settings import Settings
 from almanac.tenants import auth, migrations, registry
-from tests.support.proc import Server, cli_env
+from tests.support.proc import Server, cli_env, settings_of
 from tests.support.wait import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
@@ -41,8 +39,7 @@ def env(sqlite_settings: Any) -> dict[str, str]:
 
 
 def _token(env: dict[str, str]) -> str:
-    db = Database(Settings(database_url=env["ALMANAC_DATABASE_URL"], var_dir=Path(env["ALMANAC_VAR_DIR"]),
-                           secret_key=env["ALMANAC_SECRET_KEY"]))
+    db = Database(settings_of(env))
     try:
         with db.shared_session() as session:
             tenant = registry.get_tenant(session, "acme")
