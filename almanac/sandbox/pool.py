@@ -71,7 +71,7 @@ from typing import Any, Callable
 from . import _engine, _poolworker
 from ._pooljobs import Job, problem_from
 from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
-from ._poolspares import SparesMixin
+from ._poolspares import LINGER_S, SparesMixin
 from ._poolworker import TICKET_HEAD, dump, ticket
 from .capabilities import WAITING_METHODS, Capabilities
 from .contract import RunRequest, RunResult
@@ -100,11 +100,13 @@ class SandboxPool(SparesMixin):
     """Runs scripts in worker processes; thread-safe; same API as ``Sandbox``, plus ``submit``."""
 
     def __init__(self, workers: int | None = None, cache_dir: Path | None = None,
-                 max_runs_per_worker: int = 10_000, spares: int = DEFAULT_SPARES) -> None:
+                 max_runs_per_worker: int = 10_000, spares: int = DEFAULT_SPARES,
+                 spare_linger_s: float = LINGER_S) -> None:
         self.size = multiprocessing.cpu_count() if workers is None else workers
         if self.size < 1 or max_runs_per_worker < 1 or spares < 0:
             raise ValueError("workers and max_runs_per_worker must be at least 1, spares at least 0")
         self.spares = spares
+        self.spare_linger_s = spare_linger_s  # how long spares stay once the waits are over
         self._parked = 0  # workers waiting on a capability that waits (fetch)
         self._spawning = 0  # spares being started
         self._surplus_since: float | None = None  # since when more than ``size`` workers are unparked
