@@ -71,7 +71,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, sandbox_image_cache: Path) ->
     try:
         # The first script compiles the sandbox, which can take seconds on a busy machine.
         with httpx.Client(base_url=server.base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as api:
-            script = api.post("/api/v1/scripts", json={"name": "greeter", "source": SCRIPT})
+            script = api.post("/api/v1/scripts", json={"name": "greeter", "source": SCRIPT, "timeout_ms": 20_000})
             assert script.status_code == 201, script.text
         # settings: tests that need data the UI cannot make (events, deliveries) write it directly.
         yield {"base": server.base, "script_id": script.json()["id"], "token": token, "settings": settings}

@@ -120,7 +120,8 @@ def test_a_dst_move_is_flagged_beside_its_date(page, live):
 
 def test_run_with_payload_from_the_schedule_page(page, live):
     with _api(live) as api:
-        script = api.post("/api/v1/scripts", json={"name": "trial-emitter", "source": EMITTER})
+        # A deadline no busy machine reaches: the run is meant to succeed (see tests/integration/test_quotas.py).
+        script = api.post("/api/v1/scripts", json={"name": "trial-emitter", "source": EMITTER, "timeout_ms": 20_000})
         assert script.status_code == 201, script.text
     sid = _schedule(live, "trial-run", "every day at 6am", script.json()["id"], {"name": "Ann"})
     sign_in(page)
