@@ -9,6 +9,7 @@ import math
 import os
 import select
 import struct
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +35,22 @@ class Worker:
         self.retiring: str | None = None  # it said it exits after its run, and why
         self.runs = 0
         self.retired = False
+        # Held while writing to the pipe and while closing it. Unserialized, a capability's answer that
+        # read the descriptor before `retire` closed it could be written after a replacement worker was
+        # given the same number: the new worker read another run's answer as its own (CI, ciR).
+        self._sending = threading.Lock()
         self.exitcode: int | None = None
         # Connection.poll builds a selector per call; a poll object is ~10x cheaper.
         self.poller = select.poll()
         self.poller.register(self.fd, select.POLLIN)
         self.pending = b""  # the start of a message the worker has not finished writing
+
+    def send(self, data: bytes) -> None:
+        """Write one message to the worker; OSError once it is retired (see ``_sending``)."""
+        with self._sending:
+            if self.retired:
+                raise OSError("the sandbox worker is retired")
+            self.conn.send_bytes(data)
 
     def messages(self, most: int) -> list[bytes]:
         """Every whole message the worker has written so far, read with one ``read``.
@@ -104,10 +116,16 @@ def await_ready(worker: Worker) -> Worker:
 
 def retire(worker: Worker, why: str) -> None:
     """Close the pipe; kill the worker if it lingers."""
-    if worker.retired:
-        return
-    worker.retired = True
-    worker.conn.close()
+    if not worker._sending.acquire(timeout=1.0):
+        worker.process.kill()  # a write blocked on a worker that does not read: its end unblocks it
+        worker._sending.acquire()
+    try:
+        if worker.retired:
+            return
+        worker.retired = True
+        worker.conn.close()  # no write is under way, and none starts after this (Worker.send)
+    finally:
+        worker._sending.release()
     worker.process.join(0.5)
     if worker.process.exitcode is None:
         worker.process.kill()
@@ -122,9 +140,9 @@ def retire(worker: Worker, why: str) -> None:
     worker.process.close()
 
 
-def answer_capability(conn: Any, caps: Capabilities | None, method: Any, args: Any) -> None:
+def answer_capability(worker: Worker, caps: Capabilities | None, method: Any, args: Any) -> None:
     try:
-        conn.send_bytes(serve_capability(caps, method, args))
+        worker.send(serve_capability(caps, method, args))
     except (OSError, ValueError):
         pass  # the worker is gone; the reactor sees its pipe close
 

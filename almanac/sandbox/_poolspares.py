@@ -68,7 +68,7 @@ class SparesMixin:
         finally:
             self._unpark(worker)  # before the answer: the run may end at once, and count it as working
         try:
-            worker.conn.send_bytes(reply)
+            worker.send(reply)
         except (OSError, ValueError):
             pass  # the worker is gone; the reactor sees its pipe close
 

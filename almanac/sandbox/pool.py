@@ -339,7 +339,7 @@ class SandboxPool(SparesMixin):
             raise ValueError("a request for a job this worker is not running")
         if kind == "fetch":
             reply = ["v", job.request.to_wire()] if job is not None else ["x", "gone"]
-            worker.conn.send_bytes(dump(reply))
+            worker.send(dump(reply))
         elif kind == "cap":
             method, args = message[2], message[3]
             caps = job.caps if job is not None else None
@@ -347,7 +347,7 @@ class SandboxPool(SparesMixin):
                 self._park(worker)
                 self._waits.submit(self._answer_waiting, worker, caps, method, args)
             else:
-                self._caps.submit(answer_capability, worker.conn, caps, method, args)
+                self._caps.submit(answer_capability, worker, caps, method, args)
         else:
             raise ValueError(kind)
 
