@@ -42,10 +42,11 @@ lint: install-dev
 	$(BIN)/python tools/mypy_baseline.py
 
 # Two parts: the independent tests in parallel, then the few that assert how soon things happen
-# alone, so that a neighbour's load cannot make them late.
+# alone, so that a neighbour's load cannot make them late. Those all live in tests/acceptance (a
+# test checks), so the second session collects only that folder.
 test: install-dev lint
 	$(BIN)/pytest -q -n $(XDIST) -m "not timing" --durations=25 $(PYTEST_ARGS) || [ $$? -eq 5 ]
-	$(BIN)/pytest -q -m timing --durations=10 $(PYTEST_ARGS) || [ $$? -eq 5 ]  # 5: PYTEST_ARGS selected none
+	$(BIN)/pytest -q -m timing --durations=10 $(or $(PYTEST_ARGS),tests/acceptance) || [ $$? -eq 5 ]  # 5: none selected
 
 # Unit and integration tests on SQLite only: the quick loop while working.
 test-fast: install-dev

@@ -93,6 +93,10 @@ class Settings(BaseSettings):
     prune_batch: int = Field(
         default=500, ge=1, le=10_000,
         description="rows removed per pruning transaction: small, so that pruning never holds up claims")
+    token_cache_s: float = Field(
+        default=2.0, ge=0, le=60,
+        description="seconds an API token verified by the database is trusted without looking it up again; "
+                    "a token revoked by another process stops working within this time (0: look up every request)")
 
     @field_validator("log_level")
     @classmethod

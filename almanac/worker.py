@@ -26,7 +26,7 @@ from almanac.egress.fetch import FetchError
 from almanac.outbound import Outbound, RunOutbound
 from almanac.delivery.dispatcher import Dispatcher
 from almanac.platform.clock import Clock, SystemClock
-from almanac.platform.notify import Listener, Notifier
+from almanac.platform.notify import Listener, Notifier, notify_in
 from almanac.platform.runner import broken
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
@@ -57,6 +57,15 @@ class Services:
         notifier = self.extras.get("notifier")
         if notifier is not None:
             notifier.notify(slug)  # PostgreSQL: the owner of the tenant's timer looks at it now
+
+    def wake_at_commit(self, session: Any, background: Any, slug: str) -> None:
+        """`wake`, for a request whose unit of work is `session`: every process's wake-up is sent in
+        that transaction (PostgreSQL NOTIFY, delivered at the commit), this process's timer is woken
+        by `background` (FastAPI's BackgroundTasks, after the commit)."""
+        if self.extras.get("notifier") is not None:
+            notify_in(session, slug)
+        if self.scheduler is not None:
+            background.add_task(self.scheduler.wake, slug)
 
     def close(self) -> None:
         if self.scheduler is not None:

@@ -142,7 +142,12 @@ def main() -> None:
         registry.create_tenant(db, "bench", admin_email="a@bench.test", admin_password="correct-horse-battery",
                                name="bench", min_interval_seconds=60, now=now)
         fill_s = fill_history(db, "bench", args.old, now)
-        make_due_jobs(db, "bench", (args.claims + args.claims_busy) * 10 + 200, now)
+        due = (args.claims + args.claims_busy) * 10 + 200
+        from almanac.platform import quotas
+
+        with db.shared_session() as s:  # enough room for the due jobs the claims take
+            quotas.set_quotas(s, "bench", {"pending_jobs": max(due, quotas.DEFAULTS.pending_jobs)}, now)
+        make_due_jobs(db, "bench", due, now)
         store = SqlStore(db, lease_margin_s=600)
         time_claims(store, "bench", 10)  # warm-up
         quiet = time_claims(store, "bench", args.claims)

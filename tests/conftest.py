@@ -7,6 +7,8 @@ is present; with ALMANAC_REQUIRE_POSTGRES=1, as in CI, its absence is an error).
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +22,7 @@ from almanac.platform.clock import ManualClock
 from almanac.settings import Settings
 from almanac.tenants import auth, migrations, passwords, registry
 from tests.support.pg import PgServer
+from tests.support.sandbox_cache import with_shared_cache
 
 # Argon2 at RFC 9106's cost takes 0.3-1 s per hash on a busy CI core and the suite makes hundreds of
 # accounts: tests in this process hash with the same algorithm at its lowest cost. Servers started
@@ -62,29 +65,75 @@ def _settings_for(url: str, var_dir: Path) -> Settings:
     return Settings(database_url=url, var_dir=var_dir, secret_key="test-secret-key-0123456789abcdef")
 
 
+@pytest.fixture(scope="session")
+def sandbox_image_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One directory of compiled sandbox images for the whole run, every xdist worker included.
+
+    Compiling QuickJS takes 1.4 s of CPU; a test whose server or pool starts with an empty cache
+    pays it again. Writes into the cache are atomic (os.replace), so processes may share it. The
+    sandbox's own cold-start and corrupt-cache tests use directories of their own.
+    """
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    cache = root / "shared-sandbox-cache"
+    cache.mkdir(exist_ok=True)
+    return cache
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixture's own params, which then stand aside
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    # A module marked `any_backend` runs on SQLite alone: what it tests does not touch SQL that
+    # differs between the backends (the store, claims, tenant isolation and migrations run on both).
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("any_backend"):
+        metafunc.parametrize("backend", [b for b in BACKENDS if b == "sqlite"] or BACKENDS[:1])
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
 @pytest.fixture
-def settings(backend: str, tmp_path: Path) -> Settings:
-    var = tmp_path / "var"
+def settings(backend: str, tmp_path: Path, sandbox_image_cache: Path) -> Settings:
+    var = with_shared_cache(tmp_path / "var", sandbox_image_cache)
     if backend == "sqlite":
         return _settings_for(f"sqlite:///{var}/almanac.db", var)
     return _settings_for(_pg_url(), var)
 
 
 @pytest.fixture
-def sqlite_settings(tmp_path: Path) -> Settings:
-    var = tmp_path / "var"
+def sqlite_settings(tmp_path: Path, sandbox_image_cache: Path) -> Settings:
+    var = with_shared_cache(tmp_path / "var", sandbox_image_cache)
     return _settings_for(f"sqlite:///{var}/almanac.db", var)
+
+
+_shared_sqlite_file: list[bytes] = []
+
+
+def _seed_shared_sqlite(settings: Settings) -> bool:
+    """Start a test's SQLite database as a copy of one migrated once a process (PostgreSQL tests
+    start from a template database the same way): alembic per test cost ~30-90 ms of CPU."""
+    if not _shared_sqlite_file:
+        folder = Path(tempfile.mkdtemp(prefix="almanac-shared-template-"))
+        template = Database(_settings_for(f"sqlite:///{folder}/almanac.db", folder))
+        migrations.upgrade_shared(template)
+        template.dispose()
+        _shared_sqlite_file.append((folder / "almanac.db").read_bytes())
+        shutil.rmtree(folder)
+    target = Path(settings.database_url.split("///", 1)[1])
+    if target.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(_shared_sqlite_file[0])
+    return True
 
 
 @pytest.fixture
 def database(settings: Settings) -> Iterator[Database]:
+    seeded = settings.database_url.startswith("sqlite") and _seed_shared_sqlite(settings)
     db = Database(settings)
-    migrations.upgrade_shared(db)
+    if not seeded:
+        migrations.upgrade_shared(db)
     yield db
     db.dispose()
 
@@ -126,9 +175,9 @@ def services(settings: Settings, database: Database, manual_clock: ManualClock) 
 
 @pytest.fixture
 def app(services: Any) -> Any:
-    from almanac.web.app import create_app
+    from tests.support.apps import app_for
 
-    return create_app(services.settings, services=services)
+    return app_for(services)
 
 
 @pytest.fixture

@@ -63,6 +63,13 @@ class Notifier:
             return False
 
 
+def notify_in(session: Any, slug: str) -> None:
+    """A wake-up sent by the caller's own transaction: PostgreSQL delivers it at the commit (and drops
+    it on a rollback). One statement, where `Notifier.notify` takes a connection and a transaction."""
+    if is_postgres(session.get_bind()):
+        session.execute(select(func.pg_notify(CHANNEL, slug)))
+
+
 class Listener:
     """A daemon thread LISTENing on `CHANNEL` on its own connection, reconnecting with backoff."""
 

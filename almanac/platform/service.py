@@ -28,8 +28,11 @@ POLICY_FIELDS = ("misfire", "catchup_window_s", "overlap", "expire_after_s", "ma
 MAX_PAGE = 200
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder, not one a call
+
+
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    return _COMPACT.encode(value)
 
 
 # -- scripts ------------------------------------------------------------------------------
@@ -229,11 +232,16 @@ def list_schedules(s: Session) -> list[Schedule]:
 
 
 def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tuple[Job, bool]:
-    get_script(s, fields["script_id"])
     # Locked now, once: upsert_job takes the row as it is (one lookup a PUT, not two).
     existing = s.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
-    if existing is None or existing.state != JOB_PENDING:  # a new pending job (replacing one is free)
-        quotas.check_pending_jobs(s, quotas.of(s))
+    needs_room = existing is None or existing.state != JOB_PENDING  # a new pending job (replacing one is free)
+    script = select(Script.id).where(Script.id == fields["script_id"]).scalar_subquery()
+    # The script and the quota in one statement.
+    found, *room = s.execute(select(script, *quotas.pending_jobs_columns(s)) if needs_room else select(script)).one()
+    if found is None:
+        raise NotFound(f"There is no script {fields['script_id']}.")
+    if needs_room:
+        quotas.check_pending_jobs_read(*room)
     existed = existing is not None
     values = dict(fields, payload=dumps(fields.get("payload")))
     try:
@@ -254,6 +262,9 @@ def cancel_job(s: Session, key: str, now: datetime) -> Job:
     job = get_job(s, key)
     planning.cancel_job(s, job, now)
     return job
+
+
+LOOK_UP = object()  # `next_run_at` not known by the caller: ask the database
 
 
 def job_next_run_at(s: Session, job: Job) -> datetime | None:

@@ -69,6 +69,12 @@ def _pooling(config: wasmtime.Config) -> None:
     image, madvise).  Measured: ~0.1 ms less kernel CPU per trivial run.
     ``MAX_INSTANCES`` bounds concurrent instances per process; ``Sandbox``
     waits for a slot (``Shared.slots``) rather than fail a run.
+
+    Linear memory is reset with madvise (a trivial run then faults ~48 pages
+    back in, ~0.13 ms of kernel time), not kept resident: wasmtime's C API
+    cannot turn on its PAGEMAP_SCAN reset, and without it keeping memory
+    resident means a memset/memcpy of the whole prefix up to the heap (the
+    2 MB C stack comes first), which measured as costly as the faults.
     """
     _native.pooling(config, MAX_INSTANCES, MAX_MEMORY)
 
@@ -102,11 +108,11 @@ class _Deadlines(threading.Thread):
         self.moves = 0  # how often the epoch was moved
         self.stopped = False
 
-    def begin(self, store: wasmtime.Store, deadline: float) -> int:
+    def begin(self, store: _native.RunStore, deadline: float) -> int:
         """Arm ``store`` and watch ``deadline`` (time.monotonic()); a token for ``end``."""
-        _native.on_epoch_deadline(store, STOP_REASON)
+        store.on_epoch_deadline(STOP_REASON)
         with self.cond:  # the epoch cannot move between arming and watching
-            store.set_epoch_deadline(1)
+            store.arm()
             self.tokens += 1
             self.waiting[self.tokens] = deadline
             if deadline < self.wake_at:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import select
+import struct
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,8 @@ from .capabilities import REMOTE, Capabilities, CapabilityError
 log = logging.getLogger("almanac.sandbox")
 
 START_TIMEOUT_S = 60.0
+READ_CHUNK = 256 * 1024  # what one wake-up of the reactor reads from a worker's pipe at most
+_LENGTH = struct.Struct("!i")  # multiprocessing.Connection's frame header (messages under 2 GiB)
 
 
 class Worker:
@@ -30,10 +35,45 @@ class Worker:
         self.retiring: str | None = None  # it said it exits after its run, and why
         self.runs = 0
         self.retired = False
+        # Held while writing to the pipe and while closing it. Unserialized, a capability's answer that
+        # read the descriptor before `retire` closed it could be written after a replacement worker was
+        # given the same number: the new worker read another run's answer as its own (CI, ciR).
+        self._sending = threading.Lock()
         self.exitcode: int | None = None
         # Connection.poll builds a selector per call; a poll object is ~10x cheaper.
         self.poller = select.poll()
         self.poller.register(self.fd, select.POLLIN)
+        self.pending = b""  # the start of a message the worker has not finished writing
+
+    def send(self, data: bytes) -> None:
+        """Write one message to the worker; OSError once it is retired (see ``_sending``)."""
+        with self._sending:
+            if self.retired:
+                raise OSError("the sandbox worker is retired")
+            self.conn.send_bytes(data)
+
+    def messages(self, most: int) -> list[bytes]:
+        """Every whole message the worker has written so far, read with one ``read``.
+
+        Call it only when the pipe is readable (poll said so).  ``Connection.recv_bytes``
+        costs two reads per message and the reactor a poll between messages; a burst of
+        results arrives in one read here.  EOFError once the worker closed its end;
+        OSError for a frame longer than ``most`` bytes.
+        """
+        data = os.read(self.fd, READ_CHUNK)
+        if not data:
+            raise EOFError
+        data, found, at = self.pending + data if self.pending else data, [], 0
+        while len(data) - at >= 4:
+            length = _LENGTH.unpack_from(data, at)[0]
+            if not 0 <= length <= most:
+                raise OSError("bad message length")
+            if len(data) - at - 4 < length:
+                break
+            found.append(data[at + 4:at + 4 + length])
+            at += 4 + length
+        self.pending = data[at:]
+        return found
 
     def running(self) -> tuple[int, float]:
         """(job id, its start in ``time.monotonic()`` seconds), or (0, 0.0) when idle.
@@ -76,10 +116,16 @@ def await_ready(worker: Worker) -> Worker:
 
 def retire(worker: Worker, why: str) -> None:
     """Close the pipe; kill the worker if it lingers."""
-    if worker.retired:
-        return
-    worker.retired = True
-    worker.conn.close()
+    if not worker._sending.acquire(timeout=1.0):
+        worker.process.kill()  # a write blocked on a worker that does not read: its end unblocks it
+        worker._sending.acquire()
+    try:
+        if worker.retired:
+            return
+        worker.retired = True
+        worker.conn.close()  # no write is under way, and none starts after this (Worker.send)
+    finally:
+        worker._sending.release()
     worker.process.join(0.5)
     if worker.process.exitcode is None:
         worker.process.kill()
@@ -94,9 +140,9 @@ def retire(worker: Worker, why: str) -> None:
     worker.process.close()
 
 
-def answer_capability(conn: Any, caps: Capabilities | None, method: Any, args: Any) -> None:
+def answer_capability(worker: Worker, caps: Capabilities | None, method: Any, args: Any) -> None:
     try:
-        conn.send_bytes(serve_capability(caps, method, args))
+        worker.send(serve_capability(caps, method, args))
     except (OSError, ValueError):
         pass  # the worker is gone; the reactor sees its pipe close
 

@@ -23,7 +23,7 @@ from .capabilities import Capabilities
 log = logging.getLogger("almanac.sandbox")
 
 PARK_GRACE_S = 0.05  # parked longer than this: the worker's core goes to a spare
-LINGER_S = 5.0  # a spare stays this long after the waits that called for it are over
+LINGER_S = 5.0  # by default, a spare stays this long after the waits that called for it are over
 
 
 class SparesMixin:
@@ -31,6 +31,7 @@ class SparesMixin:
 
     size: int
     spares: int
+    spare_linger_s: float
     _lock: threading.Lock
     _closed: bool
     _parked: int
@@ -67,7 +68,7 @@ class SparesMixin:
         finally:
             self._unpark(worker)  # before the answer: the run may end at once, and count it as working
         try:
-            worker.conn.send_bytes(reply)
+            worker.send(reply)
         except (OSError, ValueError):
             pass  # the worker is gone; the reactor sees its pipe close
 
@@ -83,7 +84,7 @@ class SparesMixin:
             self._in_background(self._start_spare)
 
     def _let_go(self, now: float) -> None:
-        """(The reactor's watch.) After ``LINGER_S`` with more than ``size`` unparked workers, tell
+        """(The reactor's watch.) After ``spare_linger_s`` with more than ``size`` unparked workers, tell
         the extra ones (idle or not) to exit before their next ticket."""
         with self._lock:
             told = sum(1 for w in self._workers.values() if w.slot[2])
@@ -93,7 +94,7 @@ class SparesMixin:
                 return
             if self._surplus_since is None:
                 self._surplus_since = now
-            if now - self._surplus_since < LINGER_S:
+            if now - self._surplus_since < self.spare_linger_s:
                 return
             for worker in self._workers.values():
                 if extra <= 0:

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from .capabilities import Capabilities, CapabilityError, Capability
-from .contract import Effects
+from .contract import NO_EFFECTS, Effects
 
 MIB = 1024 * 1024
 
@@ -50,6 +50,8 @@ class RunBuffer:
         self._committed: dict[str, int | None] = {}  # key -> its committed size, where known (None: absent)
 
     def effects(self) -> Effects:
+        if not (self.kv or self.events or self.jobs):
+            return NO_EFFECTS  # most runs write nothing: no new (frozen, so slow to build) Effects
         return Effects(dict(self.kv), tuple(self.events), dict(self.jobs))
 
     def serve(self, capability: Capability, args: tuple) -> Any:

@@ -71,7 +71,7 @@ from typing import Any, Callable
 from . import _engine, _poolworker
 from ._pooljobs import Job, problem_from
 from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
-from ._poolspares import SparesMixin
+from ._poolspares import LINGER_S, SparesMixin
 from ._poolworker import TICKET_HEAD, dump, ticket
 from .capabilities import WAITING_METHODS, Capabilities
 from .contract import RunRequest, RunResult
@@ -100,11 +100,13 @@ class SandboxPool(SparesMixin):
     """Runs scripts in worker processes; thread-safe; same API as ``Sandbox``, plus ``submit``."""
 
     def __init__(self, workers: int | None = None, cache_dir: Path | None = None,
-                 max_runs_per_worker: int = 10_000, spares: int = DEFAULT_SPARES) -> None:
+                 max_runs_per_worker: int = 10_000, spares: int = DEFAULT_SPARES,
+                 spare_linger_s: float = LINGER_S) -> None:
         self.size = multiprocessing.cpu_count() if workers is None else workers
         if self.size < 1 or max_runs_per_worker < 1 or spares < 0:
             raise ValueError("workers and max_runs_per_worker must be at least 1, spares at least 0")
         self.spares = spares
+        self.spare_linger_s = spare_linger_s  # how long spares stay once the waits are over
         self._parked = 0  # workers waiting on a capability that waits (fetch)
         self._spawning = 0  # spares being started
         self._surplus_since: float | None = None  # since when more than ``size`` workers are unparked
@@ -298,19 +300,23 @@ class SandboxPool(SparesMixin):
         return WATCH_MS if self._out else 1000
 
     def _read(self, worker: Worker) -> None:
-        """Handle what the worker has written so far (a bounded number of messages)."""
-        for _ in range(64):
+        """Handle what the worker has written so far (one read: a bounded number of messages)."""
+        try:
+            messages = worker.messages(MAX_MESSAGE)
+        except (EOFError, OSError):
+            self._lose(worker, "died")
+            return
+        for data in messages:
             try:
-                message = json.loads(worker.conn.recv_bytes(MAX_MESSAGE))
-                self._handle(worker, message)
-            except (EOFError, OSError):
+                self._handle(worker, json.loads(data))
+            except (EOFError, OSError):  # answering it: its pipe is gone
                 self._lose(worker, "died")
                 return
             except (ValueError, TypeError, KeyError, IndexError, RecursionError):  # not JSON, or not the expected shape
                 worker.process.kill()
                 self._lose(worker, "malformed")
                 return
-            if worker.fd not in self._workers or not worker.poller.poll(0):
+            if worker.fd not in self._workers:
                 return
 
     def _handle(self, worker: Worker, message: list) -> None:
@@ -333,7 +339,7 @@ class SandboxPool(SparesMixin):
             raise ValueError("a request for a job this worker is not running")
         if kind == "fetch":
             reply = ["v", job.request.to_wire()] if job is not None else ["x", "gone"]
-            worker.conn.send_bytes(dump(reply))
+            worker.send(dump(reply))
         elif kind == "cap":
             method, args = message[2], message[3]
             caps = job.caps if job is not None else None
@@ -341,7 +347,7 @@ class SandboxPool(SparesMixin):
                 self._park(worker)
                 self._waits.submit(self._answer_waiting, worker, caps, method, args)
             else:
-                self._caps.submit(answer_capability, worker.conn, caps, method, args)
+                self._caps.submit(answer_capability, worker, caps, method, args)
         else:
             raise ValueError(kind)
 

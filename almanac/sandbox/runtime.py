@@ -44,6 +44,8 @@ REQUEST_OVERHEAD = 64 * 1024  # a capability request may exceed its value by thi
 BOOTSTRAP_FRAMES = "<bootstrap>"  # the bootstrap's own frames are named so; they are cut from stacks
 CHECK_LIMITS = Limits(timeout_ms=2000, memory_mb=64)
 
+# Built once: json.dumps with options builds an encoder per call.
+_JOB_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _FRAME = re.compile(r"(?:/script\.js|<evalScript>):(\d+):(\d+)")
 
 
@@ -99,9 +101,12 @@ class Sandbox:
         started, cpu_started = time.monotonic(), time.thread_time()
         io = _wasi.RunIO(started + limits.timeout_ms / 1000, limits.log_bytes, limits.output_bytes,
                          request_cap(limits.kv_value_bytes, REQUEST_OVERHEAD), bridge.handle)
-        with self._shared.slots:  # an instance slot of the pooling allocator
-            store = wasmtime.Store(self._shared.engine)
-            deadlines = self._shared.deadlines
+        shared = self._shared
+        with shared.slots:  # an instance slot of the pooling allocator
+            # The image (static data, the 2 MB C stack, the bootstrap's heap) lies within STATIC_MEMORY,
+            # as the module's initial memory did before the snapshot: the wall is where it was.
+            store = _native.RunStore(shared.engine, limits.memory_mb * MIB + STATIC_MEMORY)
+            deadlines = shared.deadlines
             token = deadlines.begin(store, io.deadline)
             _wasi.bind(io)
             try:
@@ -109,28 +114,24 @@ class Sandbox:
             finally:
                 deadlines.end(token)
                 _wasi.bind(None)
-                memory_used = _memory_size(store, io)
+                memory_used = store.memory_size()
                 store.close()
-        result = with_effects(_outcome(io, trap, memory_used - self._shared.image_memory, limits, started), bridge)
-        return replace(result, cpu_ms=int((time.thread_time() - cpu_started) * 1000))
+        outcome = _outcome(io, trap, memory_used - shared.image_memory, limits, started)
+        return with_effects(outcome, bridge, int((time.thread_time() - cpu_started) * 1000))
 
-    def _enter(self, store: wasmtime.Store, io: _wasi.RunIO, job: bytes, script: bytes,
+    def _enter(self, store: _native.RunStore, io: _wasi.RunIO, job: bytes, script: bytes,
                limits: Limits) -> BaseException | None:
-        # The image (static data, the 2 MB C stack, the bootstrap's heap) lies within STATIC_MEMORY,
-        # as the module's initial memory did before the snapshot: the wall is where it was.
-        store.set_limits(memory_size=limits.memory_mb * MIB + STATIC_MEMORY)
+        """Instantiate the image and make the run's one call into it (two if the job needs the heap)."""
         try:
-            instance = self._shared.pre.instantiate(store)
-            io.memory = _native.Memory(_native.memory_export(store, instance))
+            io.memory = store.instantiate(self._shared.pre)
             size, buffer = len(job) + len(script) + 1, self._shared.buffer
             if size > self._shared.buffer_size:
-                buffer = _native.call(store, _native.export(store, instance, "almanac_alloc"), size)
+                buffer = store.call(b"almanac_alloc", size)
                 if buffer == 0:
                     raise MemoryError("the guest could not allocate the job")
-            io.memory.refresh(_native.context(store))
+                io.memory.refresh(store.context)  # the guest may have grown its memory
             io.memory.write(buffer, job + script + b"\0")
-            _native.call(store, _native.export(store, instance, "almanac_run"), buffer, len(job),
-                         buffer + len(job), len(script), limits.memory_mb * MIB)
+            store.call(b"almanac_run", buffer, len(job), buffer + len(job), len(script), limits.memory_mb * MIB)
         except Exception as exc:  # traps (HostExit's included), wasmtime errors
             return exc
         return None
@@ -139,14 +140,7 @@ class Sandbox:
 def _job_json(job: dict) -> bytes:
     """The job as JSON, parsed by JSON.parse inside, so an object literal's rules (``__proto__``) never apply."""
     job["seed"] = list(struct.unpack("<4I", os.urandom(16)))
-    return json.dumps(job, ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
-
-
-def _memory_size(store: wasmtime.Store, io: _wasi.RunIO) -> int:
-    try:
-        return _native.memory_size(store, io.memory) if isinstance(io.memory, _native.Memory) else 0
-    except Exception:
-        return 0
+    return _JOB_ENCODER.encode(job).encode("utf-8", "surrogatepass")
 
 
 def _outcome(io: _wasi.RunIO, trap: BaseException | None, memory_grown: int, limits: Limits,
@@ -214,18 +208,21 @@ def _describe_trap(trap: BaseException, io: _wasi.RunIO) -> str:
     return "InternalError: the interpreter stopped (wasm trap)"
 
 
-def with_effects(result: RunResult, bridge: Bridge) -> RunResult:
-    """The result with what its run left to apply: its buffered writes if it succeeded, else nothing.
+def with_effects(result: RunResult, bridge: Bridge, cpu_ms: int | None = None) -> RunResult:
+    """The result with what its run left to apply: its buffered writes if it succeeded, else nothing;
+    and the run's ``cpu_ms`` when given.  (One ``replace``: each costs microseconds per run.)
 
     A run that was refused by a platform limit and did not succeed is not retried.
     """
     buffer = bridge.buffer
+    changes: dict = {} if cpu_ms is None else {"cpu_ms": cpu_ms}
     if result.status == "succeeded":
         effects = buffer.effects()
-        return replace(result, effects=effects) if effects else result
-    if buffer.refused is not None:
-        return replace(result, refused=buffer.refused)
-    return result
+        if effects:
+            changes["effects"] = effects
+    elif buffer.refused is not None:
+        changes["refused"] = buffer.refused
+    return replace(result, **changes) if changes else result
 
 
 def _ended(status: str, error: str, logs: tuple[str, ...], duration: int) -> RunResult:

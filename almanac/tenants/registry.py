@@ -70,7 +70,7 @@ def create_tenant(
         if session.scalar(select(Tenant.id).where(Tenant.slug == slug)) is not None:
             raise Conflict(f"A tenant named {slug!r} already exists.")
         people.check_new_password(session, email, admin_password)
-    migrations.upgrade_tenant(db, slug)
+    migrations.create_tenant_schema(db, slug)
     try:
         with db.shared_session() as session:
             tenant = Tenant(slug=slug, name=name, min_interval_seconds=min_interval_seconds, created_at=now)

@@ -15,6 +15,7 @@ from almanac import __version__
 from almanac.settings import Settings, get_settings
 from almanac.web import docs, errors, openapi, ops
 from almanac.web.bodylimit import BodyLimit
+from almanac.web.token_cache import TokenCache
 from almanac.worker import Services, build_services
 
 log = logging.getLogger("almanac.web")
@@ -46,18 +47,22 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        if run_scheduler and services.scheduler is not None:
-            services.scheduler.start()
+        running: Services = app.state.services  # the one place the app's services live
+        if run_scheduler and running.scheduler is not None:
+            running.scheduler.start()
         try:
             yield
         finally:
-            services.close()
+            running.close()
 
     app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.add_middleware(BodyLimit)  # 413 for bodies over 1 MiB, before they are read whole
     docs.install(app)  # /docs and /redoc from packaged assets: no CDN
+    # Everything that serves a request reads its services here (dependencies, the session middleware,
+    # the lifespan), never from a closure: one app, one place to look.
     app.state.services = services
     app.state.settings = settings
+    app.state.token_cache = TokenCache(settings.token_cache_s)
     views = _views()
     errors.install(app, getattr(views, "page_error", None))
     app.include_router(ops.router)

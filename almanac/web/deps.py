@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from almanac import jsonsafe
@@ -20,12 +21,13 @@ from almanac.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from almanac.tenants.auth import Principal, authenticate_token
 from almanac.tenants.models import ROLES
 from almanac.web.audit import bind as bind_audit
+from almanac.web.token_cache import TokenCache
 from almanac.worker import Services
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     return request.app.state.services
 
 
@@ -40,14 +42,24 @@ def _bearer(request: Request) -> str:
     return value.strip()
 
 
-def get_principal(request: Request, services: ServicesDep) -> Principal:
-    """The tenant and role behind the request's API token (cached on the request)."""
+def _look_up(services: Services, token: str) -> Principal:
+    with services.db.shared_session() as session:
+        return authenticate_token(session, token, now=services.clock.now())
+
+
+async def get_principal(request: Request, services: ServicesDep) -> Principal:
+    """The tenant and role behind the request's API token (cached on the request, and for a moment
+    in the app's `TokenCache`: a hit costs no database round trip and no worker thread)."""
     cached = getattr(request.state, "principal", None)
     if cached is not None:
         return cached
     token = _bearer(request)
-    with services.db.shared_session() as session:
-        principal = authenticate_token(session, token, now=services.clock.now())
+    tokens: TokenCache | None = getattr(request.app.state, "token_cache", None)
+    principal = tokens.get(token) if tokens is not None else None
+    if principal is None:
+        principal = await run_in_threadpool(_look_up, services, token)
+        if tokens is not None:
+            tokens.put(token, principal)
     request.state.principal = principal
     return principal
 
@@ -62,7 +74,7 @@ class RoleGate:
         assert read in ROLES and write in ROLES
         self.read, self.write = read, write
 
-    def __call__(self, request: Request, principal: CurrentPrincipal) -> Principal:
+    async def __call__(self, request: Request, principal: CurrentPrincipal) -> Principal:
         needed = self.read if request.method in READ_METHODS else self.write
         if not principal.has(needed):
             raise Forbidden(f"This needs the {needed} role; your token has {principal.role}.")
@@ -74,7 +86,7 @@ def need(role: str) -> RoleGate:
     return RoleGate(role, role)
 
 
-def valid_ids(request: Request) -> None:
+async def valid_ids(request: Request) -> None:
     """SPEC section 3: an id that is not a valid id at all (not digits, 2^63 or more) is not found.
 
     Path parameters named `*_id` are checked here, before FastAPI's own validation could call them 422.

@@ -11,30 +11,41 @@ from typing import Any
 
 import pytest
 
+from almanac.db import Database
+from almanac.tenants import auth, migrations, registry
+from tests.support.proc import Server, cli_env, settings_of
 from tests.support.wait import wait_until
-from tests.support.proc import Server, almanac, cli_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 NOOP = "export default async function (event) { return {key: event.jobKey}; }"
-BUSY = "export default function () { const t = Date.now(); while (Date.now() - t < 3000) {} return 'done'; }"
+# Long enough that the kill lands mid-run; short, with its timeout, to keep the lease (timeout + margin) short.
+BUSY = "export default function () { const t = Date.now(); while (Date.now() - t < 1500) {} return 'done'; }"
 
 
 @pytest.fixture
 def env(sqlite_settings: Any) -> dict[str, str]:
-    # A short lease margin so that a killed run is retried within the test's patience.
-    environ = cli_env(sqlite_settings, ALMANAC_LEASE_MARGIN_S="2")
-    assert almanac("migrate", env=environ).returncode == 0
-    made = almanac("tenant", "create", "acme", "--admin-email", "a@acme.test", "--min-interval-seconds", "1",
-                   env=environ)
-    assert made.returncode == 0, made.stderr
-    return environ
+    # A short lease margin so that a killed run is retried within the test's patience. The database
+    # and tenant are made in this process (the CLI's own tests cover the commands): a server per
+    # test is what this module is about.
+    db = Database(sqlite_settings)
+    try:
+        migrations.upgrade_shared(db)
+        registry.create_tenant(db, "acme", admin_email="a@acme.test", admin_password=None, name="Acme",
+                               min_interval_seconds=1, now=datetime.now(timezone.utc))
+    finally:
+        db.dispose()
+    return cli_env(sqlite_settings, ALMANAC_LEASE_MARGIN_S="2")
 
 
 def _token(env: dict[str, str]) -> str:
-    made = almanac("token", "create", "--tenant", "acme", "--name", "t", "--role", "admin", env=env)
-    assert made.returncode == 0, made.stderr
-    return made.stdout.strip().splitlines()[-1]
+    db = Database(settings_of(env))
+    try:
+        with db.shared_session() as session:
+            tenant = registry.get_tenant(session, "acme")
+            return auth.create_token(session, tenant, "t", "admin", now=datetime.now(timezone.utc))[1]
+    finally:
+        db.dispose()
 
 
 def _iso(when: datetime) -> str:
@@ -62,11 +73,11 @@ def test_jobs_start_within_a_second_of_their_time(env: dict[str, str]) -> None:
     try:
         client = server.client(token)
         script = client.post("/api/v1/scripts", json={"name": "noop", "source": NOOP}).json()["id"]
-        base = datetime.now(timezone.utc) + timedelta(seconds=2)
+        base = datetime.now(timezone.utc) + timedelta(seconds=1)
         created: dict[str, datetime] = {}
         for i in range(10):
             answer = client.put(f"/api/v1/jobs/j{i}", json={"script_id": script,
-                                                           "run_at": _iso(base + timedelta(milliseconds=200 * i))})
+                                                           "run_at": _iso(base + timedelta(milliseconds=100 * i))})
             assert answer.status_code == 201, answer.text
             created[f"j{i}"] = datetime.now(timezone.utc)
         runs = _wait_runs(client, "", 10, timeout=15)
@@ -110,7 +121,7 @@ def test_a_run_killed_with_its_server_is_retried_once_its_lease_lapses(env: dict
     token = _token(env)
     server = Server(env).wait_ready()
     client = server.client(token)
-    script = client.post("/api/v1/scripts", json={"name": "busy", "source": BUSY, "timeout_ms": 5000}).json()["id"]
+    script = client.post("/api/v1/scripts", json={"name": "busy", "source": BUSY, "timeout_ms": 2500}).json()["id"]
     client.put("/api/v1/jobs/busy", json={"script_id": script, "run_at": _iso(datetime.now(timezone.utc))})
     _wait_runs(client, "job_key=busy", 1, timeout=10, status="running")
     server.proc.kill()  # kill -9 in the middle of the run

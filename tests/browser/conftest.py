@@ -21,6 +21,7 @@ from almanac.db import Database
 from almanac.settings import Settings
 from almanac.tenants import auth, migrations, registry
 from tests.support.proc import Server, cli_env
+from tests.support.sandbox_cache import with_shared_cache
 
 CHROMIUM = "/usr/bin/chromium"
 # As the machine notes say: without the network flags chromium keeps calling out and is refused.
@@ -46,10 +47,10 @@ def _need_chromium() -> None:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def live(tmp_path_factory: pytest.TempPathFactory, sandbox_image_cache: Path) -> Iterator[dict[str, Any]]:
     """A server with tenant `acme` (admin + viewer), one script, and an admin API token."""
     _need_chromium()
-    var = tmp_path_factory.mktemp("browser") / "var"
+    var = with_shared_cache(tmp_path_factory.mktemp("browser") / "var", sandbox_image_cache)
     settings = Settings(database_url=f"sqlite:///{var}/almanac.db", var_dir=var,
                         secret_key="browser-test-secret-0123456789")
     now = datetime.now(timezone.utc)
@@ -70,7 +71,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     try:
         # The first script compiles the sandbox, which can take seconds on a busy machine.
         with httpx.Client(base_url=server.base, headers={"Authorization": f"Bearer {token}"}, timeout=60) as api:
-            script = api.post("/api/v1/scripts", json={"name": "greeter", "source": SCRIPT})
+            script = api.post("/api/v1/scripts", json={"name": "greeter", "source": SCRIPT, "timeout_ms": 20_000})
             assert script.status_code == 201, script.text
         # settings: tests that need data the UI cannot make (events, deliveries) write it directly.
         yield {"base": server.base, "script_id": script.json()["id"], "token": token, "settings": settings}

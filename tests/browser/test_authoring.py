@@ -78,6 +78,7 @@ def test_template_save_and_run_with_payload(page):
     expect(reference).to_contain_text("almanac.schedule.at")
     expect(reference).to_contain_text("event.scheduledFor")
     page.get_by_label("Name").fill("rechecker")
+    page.get_by_label("Timeout (ms)").fill("20000")  # the run is meant to succeed, however busy the machine
     page.get_by_role("button", name="Save script").click()
     expect(page.get_by_role("heading", name=re.compile("rechecker"))).to_be_visible()
     page.get_by_label("Payload").fill('{"order": 7}')

@@ -5,6 +5,8 @@ schedule's page, and the schedule's own calendar; screenshots at 1280 and 390 px
 from __future__ import annotations
 
 import re
+from datetime import datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 import httpx
 from playwright.sync_api import expect
@@ -120,7 +122,8 @@ def test_a_dst_move_is_flagged_beside_its_date(page, live):
 
 def test_run_with_payload_from_the_schedule_page(page, live):
     with _api(live) as api:
-        script = api.post("/api/v1/scripts", json={"name": "trial-emitter", "source": EMITTER})
+        # A deadline no busy machine reaches: the run is meant to succeed (see tests/integration/test_quotas.py).
+        script = api.post("/api/v1/scripts", json={"name": "trial-emitter", "source": EMITTER, "timeout_ms": 20_000})
         assert script.status_code == 201, script.text
     sid = _schedule(live, "trial-run", "every day at 6am", script.json()["id"], {"name": "Ann"})
     sign_in(page)
@@ -147,13 +150,26 @@ def test_run_with_payload_from_the_schedule_page(page, live):
         assert api.get("/api/v1/kv/trial-seen").status_code == 404
 
 
+def _sevens_ahead_in_the_grid() -> int:
+    """How many of the grid's 28 days (from this week's Monday in Berlin) have their 07:00 still ahead."""
+    zone = ZoneInfo("Europe/Berlin")
+    now = datetime.now(zone)
+    first = now.date() - timedelta(days=now.weekday())
+    return sum(datetime.combine(first + timedelta(days=i), time(7), zone) > now for i in range(28))
+
+
 def test_the_schedule_page_shows_its_calendar(page, live):
     sid = _schedule(live, "cal-daily", "every day at 7am")
     sign_in(page)
+    # The grid starts on Monday: the days already past hold no occurrence. (">= 27" held on Mondays and on
+    # Tuesdays before 07:00 only: ciU ran on a Tuesday at 07:05.) Counted before and after the page, in
+    # case 07:00 passes meanwhile.
+    before = _sevens_ahead_in_the_grid()
     page.goto(f"/schedules/{sid}")
     grid = page.get_by_role("table", name="Calendar of cal-daily")
     expect(grid.locator("td[data-date]")).to_have_count(28)
-    assert grid.locator(".cal-time", has_text="07:00").count() >= 27
+    shown = grid.locator(".cal-time", has_text="07:00").count()
+    assert shown in {before, _sevens_ahead_in_the_grid()} and shown >= 21, shown  # 3 weeks ahead at least
     page.get_by_role("link", name="Open in the calendar").click()
     expect(page.get_by_label("Schedule")).to_have_value(str(sid))
     page.goto(f"/schedules/{sid}")

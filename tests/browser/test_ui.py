@@ -65,6 +65,7 @@ def test_upload_and_run_a_script(page, tmp_path):
     sign_in(page)
     page.goto("/scripts/new")
     page.get_by_label("Name").fill("shouter")
+    page.get_by_label("Timeout (ms)").fill("20000")  # the run is meant to succeed, however busy the machine
     # The editor (CodeMirror) stands in for the textarea; the textarea without JavaScript is tested
     # in test_authoring.py.
     page.get_by_role("textbox", name="Source").fill("export default function (event) {\n  return 1 +;\n}\n")

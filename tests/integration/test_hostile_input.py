@@ -39,7 +39,9 @@ def _nested(depth: int) -> Any:
 
 
 def _script(client: Any, source: str, name: str = "s") -> int:
-    answer = client.post("/api/v1/scripts", json={"name": name, "source": source})
+    # A deadline no busy machine reaches: these runs are meant to finish, and the default 1 s ran out
+    # on PostgreSQL at load 20 (CI, a kv.set loop).
+    answer = client.post("/api/v1/scripts", json={"name": name, "source": source, "timeout_ms": 20_000})
     assert answer.status_code == 201, answer.text
     return answer.json()["id"]
 

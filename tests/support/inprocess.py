@@ -14,8 +14,8 @@ from almanac.worker import SandboxRunner, build_services
 
 
 @pytest.fixture(scope="module")
-def sandbox_cache(tmp_path_factory: Any) -> Any:
-    return tmp_path_factory.mktemp("sandbox-cache")
+def sandbox_cache(sandbox_image_cache: Any) -> Any:
+    return sandbox_image_cache
 
 
 @pytest.fixture

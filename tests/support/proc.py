@@ -33,6 +33,14 @@ def cli_env(settings: Any, **extra: str) -> dict[str, str]:
     return env
 
 
+def settings_of(env: dict[str, str]) -> Any:
+    """The Settings a CLI process with `env` reads (the inverse of `cli_env`), for checks in this process."""
+    from almanac.settings import Settings
+
+    return Settings(database_url=env["ALMANAC_DATABASE_URL"], var_dir=Path(env["ALMANAC_VAR_DIR"]),
+                    secret_key=env["ALMANAC_SECRET_KEY"])
+
+
 def almanac(*args: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([ALMANAC, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
@@ -51,7 +59,7 @@ class Server:
             stdout=self._log_handle, stderr=subprocess.STDOUT,
         )
 
-    def wait_ready(self, timeout: float = 30) -> "Server":
+    def wait_ready(self, timeout: float = 60) -> "Server":
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

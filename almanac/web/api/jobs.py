@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+from typing import Any
 
-from fastapi import BackgroundTasks, Path, Response
+from fastapi import BackgroundTasks, Path, Request, Response
+from fastapi.concurrency import run_in_threadpool
 
 from almanac import jsonsafe
 from almanac.platform import batch, service
-from almanac.platform.models import Job
+from almanac.platform.models import JOB_PENDING, Job
 from almanac.web.api.schemas_batch import JobBatchIn, JobBatchOut, JobBatchResult
 from almanac.web.api.schemas_scheduler import JobIn, JobOut
-from almanac.web.audit import audit
+from almanac.web.audit import audit, bind as bind_audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/jobs", tags=["jobs"], read="viewer", write="editor")
 Key = Path(min_length=1, max_length=200)
 
 
-def _out(session: TenantSession, job: Job) -> JobOut:
+def _out(session: TenantSession, job: Job, next_run_at: Any = service.LOOK_UP) -> JobOut:
+    if next_run_at is service.LOOK_UP:
+        next_run_at = service.job_next_run_at(session, job)
     return JobOut(
         key=job.key, script_id=job.script_id, run_at=job.run_at, payload=jsonsafe.loads_stored(job.payload),
         expire_after_s=job.expire_after_s, max_attempts=job.max_attempts, priority=job.priority, state=job.state,
-        next_run_at=service.job_next_run_at(session, job), root_key=job.root_key, depth=job.depth,
+        next_run_at=next_run_at, root_key=job.root_key, depth=job.depth,
         created_at=job.created_at, updated_at=job.updated_at,
     )
 
@@ -34,19 +38,29 @@ def put_jobs(body: JobBatchIn, session: TenantSession, principal: CurrentPrincip
     counts = {name: sum(1 for o in outcomes if o.outcome == name) for name in (batch.CREATED, batch.REPLACED)}
     # One entry for the batch (the audit log caps an entry's size): how many, and which keys.
     audit(session, "job.batch", f"{len(items)} jobs", {**counts, "keys": [o.key for o in outcomes[:50]]})
-    background.add_task(services.wake, principal.tenant_slug)  # after the commit
+    services.wake_at_commit(session, background, principal.tenant_slug)
     return JobBatchOut(items=[JobBatchResult(index=i, key=o.key, outcome=o.outcome, state=o.state)
                               for i, o in enumerate(outcomes)])
 
 
 @router.put("/{key}", responses={201: {"description": "Created", "model": JobOut}})
-def put_job(body: JobIn, session: TenantSession, principal: CurrentPrincipal, services: ServicesDep,
-            background: BackgroundTasks, response: Response, key: str = Key) -> JobOut:
-    job, created = service.put_job(session, key, body.model_dump(), services.clock.now())
-    audit(session, "job.create" if created else "job.update", f"job {key}", body.model_dump())
+async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, services: ServicesDep,
+                  background: BackgroundTasks, response: Response, key: str = Key) -> JobOut:
+    # Issue 19's hot path: the unit of work (what `TenantSession` would open and commit) runs in one
+    # worker thread, not three (the dependency's start and end, and the route, each took one).
+    def work() -> tuple[JobOut, bool]:
+        with services.db.tenant_session(principal.tenant_slug) as session:
+            bind_audit(session, request)
+            job, created = service.put_job(session, key, body.model_dump(), services.clock.now())
+            audit(session, "job.create" if created else "job.update", f"job {key}", body.model_dump())
+            services.wake_at_commit(session, background, principal.tenant_slug)
+            # A new pending job has one planned occurrence, at its run_at: no need to ask the database.
+            fresh = job.run_at if created and job.state == JOB_PENDING else service.LOOK_UP
+            return _out(session, job, fresh), created
+
+    out, created = await run_in_threadpool(work)
     response.status_code = 201 if created else 200
-    background.add_task(services.wake, principal.tenant_slug)  # after the commit
-    return _out(session, job)
+    return out
 
 
 @router.get("/{key}")

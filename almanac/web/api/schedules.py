@@ -36,8 +36,7 @@ def _changed(session: TenantSession, sch: Schedule, principal: CurrentPrincipal,
              background: BackgroundTasks) -> ScheduleOut:
     session.flush()
     session.refresh(sch)
-    # Wake the timer after the response, i.e. after the request's transaction committed.
-    background.add_task(services.wake, principal.tenant_slug)
+    services.wake_at_commit(session, background, principal.tenant_slug)
     return _out(sch)
 
 
@@ -62,7 +61,7 @@ def create_schedules(body: ScheduleBatchIn, session: TenantSession, principal: C
                                      now=services.clock.now(), min_interval_s=principal.min_interval_seconds)
     audit(session, "schedule.batch_create", f"{len(created)} schedules",
           {"ids": [created[0].id, created[-1].id] if created else [], "count": len(created)})
-    background.add_task(services.wake, principal.tenant_slug)  # after the commit
+    services.wake_at_commit(session, background, principal.tenant_slug)
     described: dict[str, str] = {}  # a batch often repeats one rule: describe it once
 
     def description(sch: Schedule) -> str:

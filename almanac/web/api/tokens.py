@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
+from fastapi import BackgroundTasks, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from almanac.tenants import auth
@@ -53,7 +54,11 @@ def create_token(body: TokenIn, principal: CurrentPrincipal, session: SharedSess
 
 
 @router.delete("/{token_id}")
-def revoke_token(token_id: int, principal: CurrentPrincipal, session: SharedSession, services: ServicesDep) -> TokenOut:
+def revoke_token(token_id: int, principal: CurrentPrincipal, session: SharedSession, services: ServicesDep,
+                 request: Request, background: BackgroundTasks) -> TokenOut:
     row = auth.revoke_token(session, principal.tenant_id, token_id, now=services.clock.now())
     audit(session, "token.revoke", f"token {row.name}")
+    # Forgotten now and again after the commit: a request verifying the token in between may cache it.
+    request.app.state.token_cache.forget(row.public_id)
+    background.add_task(request.app.state.token_cache.forget, row.public_id)
     return _out(row)

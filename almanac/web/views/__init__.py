@@ -32,7 +32,6 @@ def setup(app: FastAPI, services: Any) -> None:
     settings = services.settings
     app.add_middleware(
         ServerSessionMiddleware,
-        services=services,
         cookie=SESSION_COOKIE,
         max_age=SESSION_MAX_AGE_S,
         # Plain http on 127.0.0.1 is the default deployment; an operator behind TLS turns this on.

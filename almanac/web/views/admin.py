@@ -58,7 +58,9 @@ def revoke_token(request: Request, token_id: int, principal: PagePrincipal, serv
     with services.db.shared_session() as session:
         row = auth.revoke_token(session, principal.tenant_id, token_id, now=services.clock.now())
         audit(session, "token.revoke", f"token {row.name}", request=request)
-        name = row.name
+        name, public_id = row.name, row.public_id
+        request.app.state.token_cache.forget(public_id)
+    request.app.state.token_cache.forget(public_id)  # again after the commit (see web.token_cache)
     flash(request, f"Token “{name}” revoked; programs using it are refused from now on.")
     return redirect("/tokens")
 

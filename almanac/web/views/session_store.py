@@ -37,8 +37,8 @@ def current_id_hash(request: Request) -> str | None:
 
 
 class ServerSessionMiddleware:
-    def __init__(self, app: ASGIApp, *, services: Any, cookie: str, max_age: int, https_only: bool) -> None:
-        self.app, self.services, self.cookie = app, services, cookie
+    def __init__(self, app: ASGIApp, *, cookie: str, max_age: int, https_only: bool) -> None:
+        self.app, self.cookie = app, cookie
         self.max_age, self.https_only = max_age, https_only
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -50,32 +50,33 @@ class ServerSessionMiddleware:
             scope["session"] = {}
             await self.app(scope, receive, send)
             return
+        services = scope["app"].state.services  # the app's one place for them (see web.app)
         token = _cookie_value(scope, self.cookie)
-        loaded = await run_in_threadpool(self._load, token) if token else None
+        loaded = await run_in_threadpool(self._load, services, token) if token else None
         scope["session"] = dict(loaded.data) if loaded else {}
         scope[ID_HASH_KEY] = loaded.id_hash if loaded else None
         before = _dump(scope["session"])
 
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
-                cookie = await run_in_threadpool(self._store, scope, loaded, before, token is not None)
+                cookie = await run_in_threadpool(self._store, services, scope, loaded, before, token is not None)
                 if cookie is not None:
                     MutableHeaders(scope=message).append("set-cookie", cookie)
             await send(message)
 
         await self.app(scope, receive, send_wrapper)
 
-    def _load(self, token: str) -> sessions.Loaded | None:
-        with self.services.db.shared_session() as db:
-            return sessions.load(db, token, now=self.services.clock.now())
+    def _load(self, services: Any, token: str) -> sessions.Loaded | None:
+        with services.db.shared_session() as db:
+            return sessions.load(db, token, now=services.clock.now())
 
-    def _store(self, scope: Scope, loaded: sessions.Loaded | None, before: str, had_cookie: bool) -> str | None:
+    def _store(self, services: Any, scope: Scope, loaded: sessions.Loaded | None, before: str, had_cookie: bool) -> str | None:
         """Write what changed; returns the Set-Cookie value to send, if any."""
         data, rotate_now = scope["session"], scope.get(ROTATE_KEY, False)
         if _dump(data) == before and not rotate_now:
             return None
-        now = self.services.clock.now()
-        with self.services.db.shared_session() as db:
+        now = services.clock.now()
+        with services.db.shared_session() as db:
             if not data:
                 if loaded is not None:
                     sessions.end(db, loaded.id_hash)

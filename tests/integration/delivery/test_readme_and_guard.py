@@ -8,10 +8,14 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
 from almanac.delivery.dispatcher import Dispatcher
 from almanac.delivery.models import Target
 from tests.integration.delivery.conftest import FAST
 from tests.integration.delivery.world import Receiver, World
+
+pytestmark = pytest.mark.any_backend  # no SQL here that differs between the backends
 
 README = Path(__file__).resolve().parents[3] / "almanac" / "delivery" / "README.md"
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pytest
+
+pytestmark = pytest.mark.any_backend  # no SQL here that differs between the backends
+
 HOOK = {"kind": "webhook", "name": "orders", "url": "https://93.184.216.34/hooks/almanac", "topics": ["order.*"]}
 MAIL = {"kind": "email", "name": "ops", "recipients": ["ops@example.com"], "topics": ["*"],
         "subject_template": "{{ event.topic }}", "body_template": "Data: {{ event.data.order }}"}

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.support.routes import api_routes
+
+pytestmark = pytest.mark.any_backend  # no SQL here that differs between the backends
 
 
 def _assert_envelope(response: Any, status: int, code: str) -> None:

@@ -6,6 +6,8 @@ from typing import Any, Callable
 
 import pytest
 
+pytestmark = pytest.mark.any_backend  # no SQL here that differs between the backends
+
 
 @pytest.fixture
 def client(api: Callable[..., Any]) -> Any:

@@ -109,3 +109,78 @@ def test_migrate_all_reports_a_failed_tenant_and_carries_on(database: Database, 
     report = registry.migrate_all(database)
     assert report.migrated == ["alpha", "gamma"]
     assert list(report.failed) == ["beta"] and "not_a_revision" in report.failed["beta"]
+
+
+def _catalog(db: Database, slug: str) -> dict[str, list[tuple[object, ...]]]:
+    """Everything a schema holds that a migration makes, with the schema's own name taken out."""
+    from sqlalchemy import text
+
+    schema = schema_for(slug)
+    queries = {
+        "columns": "SELECT table_name, column_name, data_type, is_nullable, column_default FROM "
+                   "information_schema.columns WHERE table_schema = :s ORDER BY 1, 2",
+        "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = :s ORDER BY 1",
+        "constraints": "SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid) FROM pg_constraint c "
+                       "JOIN pg_namespace n ON n.oid = c.connamespace WHERE n.nspname = :s ORDER BY 1, 2",
+        "sequences": "SELECT sequence_name, data_type FROM information_schema.sequences WHERE sequence_schema = :s "
+                     "ORDER BY 1",
+    }
+    with db.engine.connect() as conn:
+        return {name: [tuple(str(v).replace(schema, "S") for v in row) for row in conn.execute(text(sql), {"s": schema})]
+                for name, sql in queries.items()}
+
+
+def test_a_new_tenant_from_the_recorded_migrations_is_the_schema_alembic_makes(database: Database,
+                                                                                now: datetime) -> None:
+    """Issue 19: on PostgreSQL a new tenant's schema is made by replaying the migrations recorded once
+    (one script), not by alembic; the result must be the very schema alembic makes."""
+    if database.is_sqlite:
+        pytest.skip("SQLite tenants are files migrated by alembic")
+    _create(database, "replayed", now)
+    assert database.url in migrations._recorded  # made from the recording, not by alembic
+    migrations.upgrade_tenant(database, "migrated")
+    assert migrations.tenant_revision(database, "replayed") == migrations.head_revision()
+    replayed, migrated = _catalog(database, "replayed"), _catalog(database, "migrated")
+    assert replayed["columns"] and replayed["indexes"] and replayed["constraints"]
+    assert replayed == migrated
+    assert migrations.TEMPLATE_SCHEMA not in inspect(database.engine).get_schema_names()  # rolled back
+
+
+def _sqlite_catalog(db: Database, slug: str) -> list[tuple[str, ...]]:
+    with db.tenant_connection(slug) as conn:
+        rows = conn.exec_driver_sql(f'SELECT type, name, tbl_name, sql FROM "{schema_for(slug)}".sqlite_master '
+                                    "ORDER BY type, name").all()
+        return [tuple(str(v) for v in row) for row in rows]
+
+
+def test_a_new_sqlite_tenant_from_the_template_file_is_the_file_alembic_makes(
+        database: Database, now: datetime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On SQLite a new tenant's file is a copy of one alembic made once a process: same tables,
+    indexes and revision as a tenant alembic migrates itself."""
+    if not database.is_sqlite:
+        pytest.skip("PostgreSQL tenants are schemas made from the recorded migrations (test above)")
+    migrations._sqlite_template(database)  # made once a process: before alembic is taken away
+    alembic = migrations.upgrade_tenant
+    with monkeypatch.context() as patch:
+        patch.setattr(migrations, "upgrade_tenant", lambda *a: pytest.fail("alembic ran for a new tenant"))
+        _create(database, "copied", now)
+    alembic(database, "migrated")
+    assert migrations.tenant_revision(database, "copied") == migrations.head_revision()
+    copied = _sqlite_catalog(database, "copied")
+    assert any(kind == "index" for kind, *_ in copied) and len(copied) > 10
+    assert copied == _sqlite_catalog(database, "migrated")
+    assert not [p.name for p in database.tenant_dir().iterdir() if p.name.endswith(".new")]  # nothing staged left
+
+
+def test_a_half_made_sqlite_tenant_file_is_finished_by_alembic_not_overwritten(database: Database) -> None:
+    if not database.is_sqlite:
+        pytest.skip("SQLite tenant files only")
+    half = database.tenant_file("half")
+    with database.tenant_connection("half") as conn:  # a file a crash left: it exists, with a row of its own
+        conn.exec_driver_sql('CREATE TABLE "t_half".left_behind (x INTEGER)')
+        conn.exec_driver_sql('INSERT INTO "t_half".left_behind VALUES (7)')
+        conn.commit()
+    migrations.create_tenant_schema(database, "half")
+    assert half.exists() and migrations.tenant_revision(database, "half") == migrations.head_revision()
+    with database.tenant_connection("half") as conn:
+        assert conn.exec_driver_sql('SELECT x FROM "t_half".left_behind').scalar() == 7

@@ -177,3 +177,21 @@ def test_a_thousand_schedules_all_or_none(api: Any, services: Any) -> None:
     assert one["next_run_at"] == items[1]["next_run_at"] and one["timezone"] == "Europe/Berlin"
     assert _count(services, editor.tenant, Schedule) == 1000
     assert _count(services, editor.tenant, Occurrence) == 999  # the disabled one plans nothing
+
+
+def test_a_single_put_of_a_new_job_is_six_statements_and_answers_its_next_run(api: Any, services: Any) -> None:
+    """Issue 19's single-PUT path: job (locked), script and quota (override and count) in one, job,
+    occurrence, audit entry, and the wake-up sent in the same transaction. The token was verified by
+    the request before (cached), next_run_at is the new job's run_at, not a query."""
+    editor = api("editor")
+    sid = _script(services, editor.tenant)
+    body = {"script_id": sid, "run_at": RUN_AT, "payload": {"n": 1}}
+    assert editor.put("/api/v1/jobs/first", json=body).status_code == 201
+    with _statements(services) as seen:
+        answer = editor.put("/api/v1/jobs/second", json=body)
+    assert answer.status_code == 201 and answer.json()["next_run_at"].startswith("2026-12-01T09:00:00")
+    seen = [s for s in seen if not s.startswith("BEGIN")]  # SQLite's BEGIN IMMEDIATE is a statement here
+    wake = 1 if services.db.engine.dialect.name == "postgresql" else 0
+    assert len(seen) <= 5 + wake, seen
+    again = editor.put("/api/v1/jobs/second", json=body)  # unchanged: next_run_at from the database
+    assert again.status_code == 200 and again.json()["next_run_at"] == answer.json()["next_run_at"]

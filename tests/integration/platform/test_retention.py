@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+import pytest
 from sqlalchemy import func, select
 
 from almanac import retention
@@ -141,3 +142,40 @@ def test_the_server_prunes_the_tenants_it_looks_after(services: Any, make_tenant
     pruner.tenant_slugs = lambda: [h.slug]  # (the leases are not started in this test)
     report = pruner.run_once()
     assert report[h.slug].runs == 1 and h.count(Run) == 0
+
+
+def test_a_prune_transaction_holding_its_locks_does_not_hold_up_a_claim(database: Any, make_tenant: Any,
+                                                                        now: datetime) -> None:
+    """Pruning never blocks claiming: with a prune batch's rows deleted and its transaction still open,
+    the timer's claim of due work in the same tenant answers (PostgreSQL's row locks; SQLite has one
+    writer, and a batch holds it for milliseconds)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from almanac.platform import batch
+    from almanac.platform.models import Script, ScriptVersion
+    from almanac.platform.store_sql import SqlStore
+
+    if database.is_sqlite:
+        pytest.skip("SQLite has one writer at a time")
+    h = History(database, make_tenant(), now)
+    for _ in range(5):
+        run_id, _ = h.run(40 * DAY)
+        h.event(run_id, 40 * DAY, "succeeded")
+    with database.tenant_session(h.slug) as s:
+        script = Script(name="noop", current_version=1, timeout_ms=1000, memory_mb=32, created_at=now, updated_at=now)
+        s.add(script)
+        s.flush()
+        s.add(ScriptVersion(script_id=script.id, version=1, source="export default () => 1;", created_at=now))
+        batch.upsert_jobs(s, [dict(key=f"due-{i}", script_id=script.id, run_at=now - timedelta(minutes=1),
+                                   payload=None, expire_after_s=None, max_attempts=3, priority=0) for i in range(3)],
+                          now)
+    store = SqlStore(database, lease_margin_s=600)
+    cutoff = now - 30 * DAY
+    with ThreadPoolExecutor(1) as pool, database.tenant_session(h.slug) as pruning:
+        # One batch of each step, deleted and not committed: the rows stay locked by this transaction.
+        retention._drop_events(pruning, retention._old_events(pruning, cutoff, 500))
+        retention._drop_ids(Run)(pruning, retention._old_runs(pruning, cutoff, 500))
+        retention._drop_ids(Occurrence)(pruning, retention._old_occurrences(pruning, cutoff, 500))
+        claimed = pool.submit(store.claim_due, h.slug, now, 10).result(timeout=30)
+        assert len(claimed.claims) == 3
+    assert h.count(Run) == 3 and h.count(Event) == 0  # the prune committed after the claim

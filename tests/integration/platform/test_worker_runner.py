@@ -34,8 +34,8 @@ def test_processes_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("processes", [0, 1], ids=["in-process", "pool"])
-def test_pool_and_in_process_runs_agree(processes: int, tmp_path) -> None:
-    runner = SandboxRunner(tmp_path / "cache", processes)
+def test_pool_and_in_process_runs_agree(processes: int, sandbox_image_cache) -> None:
+    runner = SandboxRunner(sandbox_image_cache, processes)
     try:
         runner.prepare()  # what the scheduler does before its first claim
         assert runner.ready(0) is (processes > 0)
@@ -53,8 +53,8 @@ def test_pool_and_in_process_runs_agree(processes: int, tmp_path) -> None:
         runner.close()
 
 
-def test_runs_go_in_process_while_the_pool_starts(tmp_path) -> None:
-    runner = SandboxRunner(tmp_path / "cache", 1)
+def test_runs_go_in_process_while_the_pool_starts(sandbox_image_cache) -> None:
+    runner = SandboxRunner(sandbox_image_cache, 1)
     try:
         runner.start()
         result = runner.run(RunRequest("export default () => 7", {}), None)  # likely before the pool is up
@@ -65,10 +65,10 @@ def test_runs_go_in_process_while_the_pool_starts(tmp_path) -> None:
         runner.close()
 
 
-def test_an_in_process_run_that_raises_still_calls_back_failed(tmp_path) -> None:
+def test_an_in_process_run_that_raises_still_calls_back_failed(sandbox_image_cache) -> None:
     """The scheduler counts a submitted run out until `done` is called: a run the in-process
     sandbox refuses (an event it cannot hand over) must still call back, or stop() would wait forever."""
-    runner = SandboxRunner(tmp_path / "cache", 0)
+    runner = SandboxRunner(sandbox_image_cache, 0)
     try:
         ended: "queue.Queue[RunResult]" = queue.Queue()
         runner.submit(RunRequest("export default () => 1", {"x": object()}, Limits()), None, ended.put)

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import text
 
 from almanac.db import Database
-from almanac.platform.notify import Listener, Notifier
+from almanac.platform.notify import Listener, Notifier, notify_in
 
 pytestmark = pytest.mark.postgres
 
@@ -28,6 +28,27 @@ def test_a_notification_after_commit_reaches_the_listener_with_the_slug(database
         assert Notifier(database).notify("acme")
         assert got.get(timeout=5) == "acme"
         assert connects == [1]
+    finally:
+        listener.stop()
+
+
+def test_a_wake_up_sent_in_a_transaction_arrives_at_its_commit_and_not_after_a_rollback(database: Database) -> None:
+    from datetime import datetime, timezone
+
+    from almanac.tenants import registry
+
+    registry.create_tenant(database, "acme", admin_email="a@acme.test", admin_password="correct-horse-battery",
+                           name="acme", min_interval_seconds=60, now=datetime.now(timezone.utc))
+    listener, got, _ = _listening(database)
+    try:
+        with pytest.raises(RuntimeError):
+            with database.tenant_session("acme") as s:
+                notify_in(s, "rolled-back")
+                raise RuntimeError("the request failed")
+        with database.tenant_session("acme") as s:
+            notify_in(s, "acme")
+            assert got.empty()  # not before the commit
+        assert got.get(timeout=5) == "acme"  # the rolled-back one never came
     finally:
         listener.stop()
 

@@ -13,8 +13,8 @@ from almanac.sandbox import (RunRequest, CapabilityError, InMemoryCapabilities, 
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("qjs-cache")
+def cache_dir(sandbox_image_cache):
+    return sandbox_image_cache  # compiled once a run (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ STD = "const std = await import('qjs:std'); const out = std.fdopen(100, 'w');"
 
 
 @pytest.fixture(scope="module")
-def single(tmp_path_factory):
-    with SandboxPool(workers=1, cache_dir=tmp_path_factory.mktemp("qjs-cache")) as p:
+def single(sandbox_image_cache):
+    with SandboxPool(workers=1, cache_dir=sandbox_image_cache) as p:
         yield p
 
 
