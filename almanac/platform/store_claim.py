@@ -156,6 +156,7 @@ class _Batch:
         self.scripts = store._scripts(s, tenant, script_ids)
         self.pending: list[_Pending] = []
         self.leases: dict[int, datetime] = {}  # lease end by script timeout
+        self.lease_from: datetime | None = None  # when they start (`_claim_rows` sets it)
         self.plans: list[tuple[Any, datetime]] = []  # (schedule, after): next occurrences to plan
         self.claims: list[Claim] = []
         self.recorded: dict[str, int] = {}
@@ -218,9 +219,14 @@ class ClaimMixin:
         return ClaimBatch(batch.claims, len(rows), full, sorted(batch.recorded.items()),
                           backlog=backlog, next_due_at=next_due)
 
-    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime) -> _Batch:
-        """Decide and claim these due rows of one tenant (read and locked by the caller), in `s`'s transaction."""
+    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
+                    lease_from: datetime | None = None) -> _Batch:
+        """Decide and claim these due rows of one tenant (read and locked by the caller), in `s`'s transaction.
+
+        `lease_from`: when the claimed leases start, if later than `now` (a long pass across tenants).
+        """
         batch = _Batch(self, s, tenant, rows)
+        batch.lease_from = lease_from or now
         for row in rows:
             if row.status == RUNNING:
                 row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
@@ -372,7 +378,8 @@ class ClaimMixin:
         assert script is not None  # a deleted script is a problem, handled above
         lease = batch.leases.get(script.timeout_ms)
         if lease is None:  # one per timeout in a batch: the same value for every claim that shares it
-            lease = batch.leases[script.timeout_ms] = policies.lease_until(now, script.timeout_ms, self.lease_margin_s)
+            start = batch.lease_from or now
+            lease = batch.leases[script.timeout_ms] = policies.lease_until(start, script.timeout_ms, self.lease_margin_s)
         batch.pending.append(_Pending(row, owner, script, policy, secrets.token_hex(16), lease))
         if row.schedule_id is not None:
             batch.running.setdefault(row.schedule_id, {})[row.id] = lease

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
@@ -175,6 +176,7 @@ class DueMixin:
         claims: list[Claim] = []
         recorded: Counter[str] = Counter()
         failed: list[str] = []
+        began = time.monotonic()
         with self.db.engine.connect() as conn, conn.begin():
             picked = conn.execute(_PICK, {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share),
                                           "want": WANT_FACTOR * limit, "limit": limit,
@@ -184,10 +186,13 @@ class DueMixin:
                 by_tenant.setdefault(slug, []).append(oid)
             limits = quotas.quotas_of_many(conn, sorted(by_tenant)) if by_tenant else {}
             for slug, ids in by_tenant.items():
+                # Leases count from this tenant's part, not from `now`: on a busy database a pass takes
+                # seconds, and leases counted from its start lapsed before the last tenants' runs began.
+                at = (now, now + timedelta(seconds=time.monotonic() - began))
                 if tenant_exists is None:
-                    batch = self._claim_tenant(conn, slug, ids, now, limits[slug])
+                    batch = self._claim_tenant(conn, slug, ids, at, limits[slug])
                 else:
-                    batch = self._claim_tenant_apart(conn, slug, ids, now, limits[slug], tenant_exists)
+                    batch = self._claim_tenant_apart(conn, slug, ids, at, limits[slug], tenant_exists)
                     if batch is None:
                         failed.append(slug)
                         continue
@@ -200,12 +205,12 @@ class DueMixin:
                 backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
         return CrossBatch(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)
 
-    def _claim_tenant_apart(self, conn: Any, slug: str, ids: list[int], now: datetime, limits: Any,
-                            tenant_exists: Any) -> Any:
+    def _claim_tenant_apart(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
+                            limits: Any, tenant_exists: Any) -> Any:
         """`_claim_tenant` in a savepoint: a failure costs only this tenant's rows (None, logged)."""
         try:
             with conn.begin_nested():
-                return self._claim_tenant(conn, slug, ids, now, limits)
+                return self._claim_tenant(conn, slug, ids, at, limits)
         except Exception:
             log.exception("scheduler.claim_failed", extra={"event": "scheduler.claim_failed", "tenant": slug})
             if not tenant_exists(slug):
@@ -236,14 +241,16 @@ class DueMixin:
                 lost |= {(slug, c.run_id) for c in mine if current.get(c.occurrence_id) != c.lease_token}
         return lost
 
-    def _claim_tenant(self, conn: Any, slug: str, ids: list[int], now: datetime, limits: Any) -> Any:
-        """One tenant's part of the claim, its quotas read already (`limits`)."""
+    def _claim_tenant(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
+                      limits: Any) -> Any:
+        """One tenant's part of the claim, its quotas read already (`limits`); `at`: (the pass's now, the leases' start)."""
+        now, lease_from = at
         with _tenant_session(conn, slug) as s:
             s.info["quotas"] = limits
             rows = list(s.execute(_ROWS_LOCKED, {"b_ids": ids, "b_now": now}).all())
             if len(rows) < len(ids):
                 self._drop_orphans(s, slug, ids, {r.id for r in rows})
-            return self._claim_rows(s, slug, rows, now)
+            return self._claim_rows(s, slug, rows, now, lease_from)
 
     @staticmethod
     def _drop_orphans(s: Session, slug: str, ids: list[int], read: set[int]) -> None:

@@ -428,3 +428,30 @@ def test_leases_are_renewed_every_renew_every_not_at_every_notification(
         timer._claims.clear()
         timer.stop()
     assert 1 <= len(calls) <= 3, len(calls)
+
+
+def test_a_lease_starts_when_its_tenant_is_claimed_not_when_a_slow_pass_began(
+        database: Database, tenants: list[str], now: datetime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass across many tenants on a busy database can take seconds. A lease counted from the
+    pass's `now` was that much shorter once committed, and the claims of the last tenants lapsed
+    (other processes took them as dead) before their runs began: each lease counts from the moment
+    its own tenant's part of the pass ran."""
+    store = SqlStore(database, EveryRules(), lease_margin_s=5)
+    for slug in tenants[:2]:
+        _jobs(database, slug, _script(database, slug, now), now, 1)
+    slow = 1.0
+    real = SqlStore._claim_tenant
+    seen: list[str] = []
+
+    def first_tenant_slow(self: Any, conn: Any, slug: str, *args: Any) -> Any:
+        if not seen:
+            time.sleep(slow)  # the database was slow for the first tenant of the pass
+        seen.append(slug)
+        return real(self, conn, slug, *args)
+
+    monkeypatch.setattr(SqlStore, "_claim_tenant", first_tenant_slow)
+    batch = store.claim_across(now, 10)
+    leases = {c.tenant: c.lease_until for c in batch.claims}
+    plain = now + timedelta(seconds=1 + 5)  # timeout 1 s + margin 5 s, counted from `now`
+    assert leases[seen[0]] - plain < timedelta(seconds=slow / 2)
+    assert leases[seen[1]] - plain >= timedelta(seconds=slow)
