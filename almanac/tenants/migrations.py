@@ -201,12 +201,14 @@ def drop_tenant_schema(db: Database, slug: str) -> None:
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(str(db.tenant_file(slug)) + suffix).unlink(missing_ok=True)
         return
-    # The shared due index (almanac.platform.coordination_models.DueEntry; tenants may not import the platform).
-    due_index = Table("due_index", MetaData(), Column("tenant_slug", String(40)))
+    # The shared due index and delivery signals (almanac.platform.coordination_models.DueEntry,
+    # almanac.delivery.models.DeliverySignal; tenants may not import either package).
+    shared = [Table(name, MetaData(), Column("tenant_slug", String(40))) for name in ("due_index", "delivery_signals")]
     with db.engine.begin() as conn:
         conn.execute(DropSchema(schema, cascade=True, if_exists=True))
-        # Its triggers went with the schema; its rows of the shared due index go in the same transaction.
-        conn.execute(delete(due_index).where(due_index.c.tenant_slug == slug))
+        # Its triggers went with the schema; its shared rows go in the same transaction.
+        for table in shared:
+            conn.execute(delete(table).where(table.c.tenant_slug == slug))
 
 
 def tenant_revision(db: Database, slug: str) -> str | None:
