@@ -455,3 +455,22 @@ def test_a_lease_starts_when_its_tenant_is_claimed_not_when_a_slow_pass_began(
     plain = now + timedelta(seconds=1 + 5)  # timeout 1 s + margin 5 s, counted from `now`
     assert leases[seen[0]] - plain < timedelta(seconds=slow / 2)
     assert leases[seen[1]] - plain >= timedelta(seconds=slow)
+
+
+def test_the_pick_looks_wanted_rows_up_by_key_even_when_the_index_statistics_lag_behind_a_burst(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    """Statistics taken while nothing was due say `due_at <= now` finds a row or so; then a burst falls
+    due. A pick whose plan followed them compared every due row with every wanted one (a nested loop
+    on the due_at index with a join filter: 474 ms a pass at 8,000 due); it must look each wanted row
+    up by the primary key whatever the statistics say."""
+    from almanac.platform import store_due
+
+    for slug in tenants:
+        _jobs(database, slug, _script(database, slug, now), now + timedelta(days=1), 400)
+    with database.engine.begin() as conn:
+        conn.execute(text("ANALYZE due_index"))  # nothing due yet
+        conn.execute(text("UPDATE due_index SET due_at = :now"), {"now": now})  # the burst
+        plan = "\n".join(conn.execute(text("EXPLAIN " + store_due._PICK.text), {
+            "now": now, "scan": store_due.SCAN, "chunk": 16, "want": 160, "limit": 40, "salt": "ab"}).scalars())
+    join = plan[plan.index("Nested Loop"):] if "Nested Loop" in plan else plan
+    assert "pk_due_index" in join and "Join Filter" not in plan, plan
