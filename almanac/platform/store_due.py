@@ -130,7 +130,8 @@ class DueMixin:
     # RecordMixin's, after this one in SqlStore's bases: annotated only, so that it is not shadowed.
     _finish_batch: Callable[..., list[bool]]
 
-    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime) -> Any:
+    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
+                    lease_from: datetime | None = None) -> Any:
         raise NotImplementedError
 
     def finish_across(self, items: Sequence[Finish]) -> list[bool] | None:
