@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import Table, bindparam, case, func, insert, literal, or_, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -257,14 +257,21 @@ class PutJob:
 # The single PUT's statements (issue 19), built once: SQLAlchemy Core caches their compilation by
 # statement, so a PUT pays no ORM unit of work and no statement construction.
 _J = cast(Table, Job.__table__)
-# Only what a replacement keeps or compares (every other field is the request's): fewer columns to describe.
-_LOCK_JOB = select(_J.c.id, _J.c.state, _J.c.run_at, _J.c.created_at).where(_J.c.key == bindparam("key")).with_for_update()
-_SCRIPT = select(Script.id).where(Script.id == bindparam("script_id")).scalar_subquery()
-# quotas.pending_jobs_columns, with the tenant as a parameter (the statement is built once).
-_ROOM = (select(func.count()).select_from(_J).where(_J.c.state == JOB_PENDING).scalar_subquery(),
-         select(quotas.TenantQuota.pending_jobs).where(quotas.TenantQuota.tenant_slug == bindparam("tenant"))
-         .scalar_subquery())
-_SCRIPT_ONLY, _SCRIPT_AND_ROOM = select(_SCRIPT), select(_SCRIPT, *_ROOM)
+# One round trip for what a PUT reads first: the job (locked; only what a replacement keeps or compares,
+# every other field is the request's), whether its script exists, and, when the PUT adds a pending job
+# (a new key, or one not pending), the pending jobs and the tenant's override of their quota (as
+# quotas.pending_jobs_columns counts them; replacing a pending job is free, so it counts nothing).
+_LOCKED = (select(_J.c.id, _J.c.state, _J.c.run_at, _J.c.created_at).where(_J.c.key == bindparam("key"))
+           .with_for_update().subquery("job"))
+_ADDS_PENDING = or_(_LOCKED.c.state.is_(None), _LOCKED.c.state != JOB_PENDING)
+_FIRST_READ = select(
+    _LOCKED.c.id, _LOCKED.c.state, _LOCKED.c.run_at, _LOCKED.c.created_at,
+    select(Script.id).where(Script.id == bindparam("script_id")).scalar_subquery().label("script"),
+    case((_ADDS_PENDING, select(func.count()).select_from(_J).where(_J.c.state == JOB_PENDING).scalar_subquery()),
+         else_=None).label("used"),
+    select(quotas.TenantQuota.pending_jobs).where(quotas.TenantQuota.tenant_slug == bindparam("tenant"))
+    .scalar_subquery().label("override"),
+).select_from(select(literal(1).label("one")).subquery("one").outerjoin(_LOCKED, true()))
 _INSERT_JOB = insert(_J).returning(_J.c.id)
 _UPDATE_JOB = update(_J).where(_J.c.id == bindparam("b_id"))
 
@@ -275,17 +282,15 @@ def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tupl
     A new key creates a pending job; for a known key every field is replaced and, if `run_at`
     changed or the job was cancelled, the planned occurrence is replaced (the job is `done` if it
     already ran at that time); otherwise the planned occurrence takes the new priority. Core
-    statements on the session's connection (the job locked; its script and, when it adds a pending
-    job, the quota in one SELECT; the row; its occurrence through `planning`)."""
+    statements on the session's connection: one SELECT (the job locked, its script, the quota when it
+    adds a pending job), the row, its occurrence through `planning`."""
     conn = s.connection()
-    existing = conn.execute(_LOCK_JOB, {"key": key}).first()
-    needs_room = existing is None or existing.state != JOB_PENDING  # a new pending job (replacing one is free)
-    params = {"script_id": fields["script_id"], "tenant": s.info["tenant"]}
-    found, *room = conn.execute(_SCRIPT_AND_ROOM if needs_room else _SCRIPT_ONLY, params).one()
-    if found is None:
+    first = conn.execute(_FIRST_READ, {"key": key, "script_id": fields["script_id"], "tenant": s.info["tenant"]}).one()
+    existing = first if first.id is not None else None
+    if first.script is None:
         raise NotFound(f"There is no script {fields['script_id']}.")
-    if needs_room:
-        quotas.check_pending_jobs_read(*room)
+    if existing is None or existing.state != JOB_PENDING:  # a new pending job (replacing one is free)
+        quotas.check_pending_jobs_read(first.used, first.override)
     values: dict[str, Any] = {name: fields.get(name) for name in JOB_FIELDS}
     values.update(payload=dumps(fields.get("payload")), root_key=key, depth=0, created_by_run_id=None, updated_at=now)
     if existing is None:
