@@ -137,3 +137,20 @@ def test_what_the_fast_path_leaves_to_fastapi(api: Any, services: Any, monkeypat
     assert served == [False, True, False, False, False, False, False, False, False]
     with services.db.tenant_session(editor.tenant) as s:
         assert s.execute(select(Job.key)).scalars().all() == ["x"]
+
+
+def test_a_new_job_is_five_statements_on_postgresql_and_four_on_sqlite(api: Any, services: Any,
+                                                                       monkeypatch: Any) -> None:
+    """One SELECT (job locked, script, quota), the job, its occurrence, the audit entry; and the
+    wake-up NOTIFY on PostgreSQL. No ORM flush, no token lookup (cached), no next_run_at query."""
+    from tests.integration.platform.test_batch_api import _statements
+
+    editor = api("editor")
+    sid = _script(services, editor.tenant)
+    body = {"script_id": sid, "run_at": RUN_AT}
+    assert editor.put("/api/v1/jobs/first", json=body).status_code == 201
+    with _served(monkeypatch) as served, _statements(services) as seen:
+        assert editor.put("/api/v1/jobs/second", json=body).status_code == 201
+    seen = [s for s in seen if not s.startswith("BEGIN")]  # SQLite's BEGIN IMMEDIATE
+    assert served == [True]
+    assert len(seen) == (5 if services.db.engine.dialect.name == "postgresql" else 4), seen
