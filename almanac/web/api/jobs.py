@@ -56,7 +56,7 @@ async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, se
             job, created = service.put_job(session, key, fields, services.clock.now())
             audit(session, "job.create" if created else "job.update", f"job {key}", fields, request=request,
                   at_once=True)
-            services.wake_at_commit(session, woken, principal.tenant_slug)
+            services.wake_at_commit(session, woken, principal.tenant_slug, due_at=job.run_at)
             # A new pending job has one planned occurrence, at its run_at: no need to ask the database.
             fresh = job.run_at if created and job.state == JOB_PENDING else service.LOOK_UP
             out = _out(session, job, fresh)
