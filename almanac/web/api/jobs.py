@@ -38,7 +38,8 @@ def put_jobs(body: JobBatchIn, session: TenantSession, principal: CurrentPrincip
     counts = {name: sum(1 for o in outcomes if o.outcome == name) for name in (batch.CREATED, batch.REPLACED)}
     # One entry for the batch (the audit log caps an entry's size): how many, and which keys.
     audit(session, "job.batch", f"{len(items)} jobs", {**counts, "keys": [o.key for o in outcomes[:50]]})
-    services.wake_at_commit(session, background, principal.tenant_slug)
+    services.wake_at_commit(session, background, principal.tenant_slug,
+                            due_at=min((item["run_at"] for item in items), default=None))
     return JobBatchOut(items=[JobBatchResult(index=i, key=o.key, outcome=o.outcome, state=o.state)
                               for i, o in enumerate(outcomes)])
 
