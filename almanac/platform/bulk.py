@@ -109,3 +109,63 @@ class Bulk:
                 raise KeyError(f"no value for bind parameter(s) {missing} of {self.stmt}")
             params.append(tuple(values) if c.positional else dict(zip(names, values)))
         return conn.exec_driver_sql(sql, params).rowcount
+
+
+class CopyRows:
+    """New rows of one table written by one binary `COPY ... FROM STDIN` (PostgreSQL only).
+
+    For rows that nothing can clash with (new ids from the table's sequence, occurrences of
+    schedules created in the same transaction): COPY has no ON CONFLICT, and a clash would fail the
+    transaction. Per row it is a C routine of psycopg's; an executemany of 1,000 rows, even pipelined,
+    cost ~15 µs a row in Python and twice PostgreSQL's time (one INSERT executed per row). Row
+    triggers fire as for INSERT. Each row is a tuple in `columns`' order; the columns' bind
+    processors (UTCDateTime's check that a time is aware) run as for an INSERT.
+    """
+
+    def __init__(self, table: Any, columns: Sequence[str]) -> None:
+        self.table, self.columns = table, tuple(columns)
+        self._prepared: tuple[str, list[str], list[tuple[int, Any]]] | None = None
+
+    def _prepare(self, dialect: Any) -> tuple[str, list[str], list[tuple[int, Any]]]:
+        if self._prepared is None:
+            cols = [self.table.c[name] for name in self.columns]
+            # The server's own type names (VARCHAR(200) -> varchar): binary COPY sends each value in it.
+            types = [col.type.compile(dialect=dialect).split("(")[0].lower() for col in cols]
+            processors = [(i, p) for i, col in enumerate(cols)
+                          if (p := col.type.dialect_impl(dialect).bind_processor(dialect)) is not None]
+            names = ", ".join(dialect.identifier_preparer.quote(name) for name in self.columns)
+            self._prepared = (f"({names}) FROM STDIN (FORMAT BINARY)", types, processors)
+        return self._prepared
+
+    def write(self, conn: Any, rows: Sequence[Sequence[Any]]) -> None:
+        """COPY `rows` into the table in the connection's tenant schema (its `schema_translate_map`)."""
+        if not rows:
+            return
+        dialect = conn.dialect
+        tail, types, processors = self._prepare(dialect)
+        translate = conn.get_execution_options().get("schema_translate_map") or {}
+        schema = translate.get(self.table.schema, self.table.schema)
+        quote = dialect.identifier_preparer
+        target = (quote.quote_schema(schema) + "." if schema else "") + quote.quote(self.table.name)
+        if processors:
+            rows = _processed(rows, processors)
+        with conn.connection.cursor() as cursor, cursor.copy(f"COPY {target} {tail}") as copy:
+            copy.set_types(types)
+            write = copy.write_row
+            for row in rows:
+                write(row)
+
+
+def _processed(rows: Sequence[Sequence[Any]], processors: list[tuple[int, Any]]) -> list[list[Any]]:
+    """The rows with the processed columns converted, column by column; a value that is the one of the
+    row before (a batch's one `now`) is converted once."""
+    out = [list(row) for row in rows]
+    for i, processor in processors:
+        seen: Any = _NO_VALUE
+        converted: Any = None
+        for values in out:
+            value = values[i]
+            if value is not seen:
+                seen, converted = value, processor(value)
+            values[i] = converted
+    return out
