@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import BackgroundTasks, Query
+from fastapi import BackgroundTasks, Query, Response
+from pydantic import TypeAdapter
 
 from almanac import jsonsafe
 from almanac.platform import batch, recurrence, service
@@ -15,6 +16,7 @@ from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 _UNREAD: Any = object()  # `_fields` reads the stored payload itself
+_ANSWER = TypeAdapter(dict[str, list[dict[str, Any]]])  # a batch's answer: ScheduleBatchOut's JSON
 
 router = api_router(prefix="/schedules", tags=["schedules"], read="viewer", write="editor")
 
@@ -62,17 +64,18 @@ def create_schedule(body: ScheduleIn, session: TenantSession, principal: Current
     return _changed(session, sch, principal, services, background)
 
 
-@router.post("/batch", status_code=201)
+@router.post("/batch", status_code=201, response_model=ScheduleBatchOut)
 def create_schedules(body: ScheduleBatchIn, session: TenantSession, principal: CurrentPrincipal,
-                     services: ServicesDep, background: BackgroundTasks) -> ScheduleBatchOut:
+                     services: ServicesDep, background: BackgroundTasks) -> Response:
     items = body.model_dump()["schedules"]  # one call into pydantic's core, not one per item
     created = batch.create_schedules(session, services.store.rules, items, now=services.clock.now(),
                                      min_interval_s=principal.min_interval_seconds)
     audit(session, "schedule.batch_create", f"{len(created)} schedules",
           {"ids": [created[0].id, created[-1].id] if created else [], "count": len(created)})
     services.wake_at_commit(session, background, principal.tenant_slug)
-    # A batch often repeats one rule and one payload: describe and read each once. The answer is
-    # validated as a whole (one call into pydantic's core, not one model built per item).
+    # A batch often repeats one rule and one payload: describe and read each once. The answer is our
+    # own rows: encoded as they are (`_fields` keeps ScheduleOut's order; a test compares the items
+    # with GET's answers), for validating 1,000 ScheduleOut first cost twice the encoding.
     described: dict[str, str] = {}
     payloads: dict[str, Any] = {}
     answer = []
@@ -82,7 +85,7 @@ def create_schedules(body: ScheduleBatchIn, session: TenantSession, principal: C
         if sch.payload not in payloads:
             payloads[sch.payload] = jsonsafe.loads_stored(sch.payload)
         answer.append(_fields(sch, described[sch.rrule], payloads[sch.payload]))
-    return ScheduleBatchOut.model_validate({"items": answer})
+    return Response(_ANSWER.dump_json({"items": answer}), status_code=201, media_type="application/json")
 
 
 @router.get("/{schedule_id}")
