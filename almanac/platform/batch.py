@@ -128,13 +128,17 @@ class _OncePerBatch:
 
 
 def _schedule_row(item: dict[str, Any], rec: Any, now: datetime) -> dict[str, Any]:
+    payload = item.get("payload")
     return dict(
         name=item["name"], script_id=item["script_id"], rule_text=item["rule"], input_kind=rec.input_kind,
-        rrule=rec.canonical, timezone=rec.timezone, payload=dumps(item.get("payload")), enabled=item["enabled"],
-        priority=item["priority"], version=1, created_at=now, updated_at=now, failures_in_row=0,
-        pause_after_failures=item.get("pause_after_failures"),
+        rrule=rec.canonical, timezone=rec.timezone, payload=_NULL if payload is None else dumps(payload),
+        enabled=item["enabled"], priority=item["priority"], version=1, created_at=now, updated_at=now,
+        failures_in_row=0, pause_after_failures=item.get("pause_after_failures"),
         **{name: item[name] for name in POLICY_FIELDS},
     )
+
+
+_NULL = dumps(None)  # most items carry no payload
 
 
 # -- jobs ---------------------------------------------------------------------------------
@@ -234,7 +238,7 @@ def _insert_rows(s: Session, model: Any, rows: list[dict[str, Any]], *, clash_fr
         if clash_free:
             columns = tuple(rows[0])
             values = itemgetter(*columns)
-            _copy_rows(table, columns).write(conn, [(new_id, *values(row)) for new_id, row in zip(ids, rows)])
+            _copy_rows(table, columns).write(conn, ((new_id, *values(row)) for new_id, row in zip(ids, rows)))
             return ids
     else:
         start = s.execute(select(func.coalesce(func.max(table.c.id), 0))).scalar_one() + 1

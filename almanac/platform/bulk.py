@@ -17,7 +17,8 @@ dialect's text; only the per-row work changes.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 _NO_VALUE = object()
@@ -137,9 +138,14 @@ class CopyRows:
             self._prepared = (f"({names}) FROM STDIN (FORMAT BINARY)", types, processors)
         return self._prepared
 
-    def write(self, conn: Any, rows: Sequence[Sequence[Any]]) -> None:
-        """COPY `rows` into the table in the connection's tenant schema (its `schema_translate_map`)."""
-        if not rows:
+    def write(self, conn: Any, rows: Iterable[Sequence[Any]]) -> None:
+        """COPY `rows` into the table in the connection's tenant schema (its `schema_translate_map`).
+
+        Each row is formatted and sent as it comes (a generator's rows are never all held at once:
+        fewer live objects, fewer of the garbage collector's passes); nothing is sent for no rows."""
+        rows = iter(rows)
+        first = next(rows, None)
+        if first is None:
             return
         dialect = conn.dialect
         tail, types, processors = self._prepare(dialect)
@@ -147,25 +153,23 @@ class CopyRows:
         schema = translate.get(self.table.schema, self.table.schema)
         quote = dialect.identifier_preparer
         target = (quote.quote_schema(schema) + "." if schema else "") + quote.quote(self.table.name)
-        if processors:
-            rows = _processed(rows, processors)
         with conn.connection.cursor() as cursor, cursor.copy(f"COPY {target} {tail}") as copy:
             copy.set_types(types)
             write = copy.write_row
-            for row in rows:
-                write(row)
-
-
-def _processed(rows: Sequence[Sequence[Any]], processors: list[tuple[int, Any]]) -> list[list[Any]]:
-    """The rows with the processed columns converted, column by column; a value that is the one of the
-    row before (a batch's one `now`) is converted once."""
-    out = [list(row) for row in rows]
-    for i, processor in processors:
-        seen: Any = _NO_VALUE
-        converted: Any = None
-        for values in out:
-            value = values[i]
-            if value is not seen:
-                seen, converted = value, processor(value)
-            values[i] = converted
-    return out
+            if not processors:
+                write(first)
+                for row in rows:
+                    write(row)
+                return
+            # Rows of a batch repeat a value (its one `now`): each processor converts it once.
+            last: list[tuple[Any, Any]] = [(_NO_VALUE, None)] * len(processors)
+            for row in chain((first,), rows):
+                values = list(row)
+                for k, (i, processor) in enumerate(processors):
+                    value = values[i]
+                    seen, converted = last[k]
+                    if value is not seen:
+                        converted = processor(value)
+                        last[k] = (value, converted)
+                    values[i] = converted
+                write(values)

@@ -123,13 +123,13 @@ def plan_created(session: Session, schedules: list[Any], now: datetime) -> None:
     set (the batch route: `rules.next_after(rrule, input_kind, now)`, known before the INSERT): their
     occurrences only. New schedules have nothing planned to clash with, so on PostgreSQL it is one
     COPY (no ON CONFLICT there); SQLite takes the same INSERT as `plan_next_many`."""
-    rows = [(sch.next_run_at, sch.next_run_at, sch.priority, "schedule", PLANNED, 0, now, sch.id, sch.version)
-            for sch in schedules if sch.next_run_at is not None]
+    rows = ((sch.next_run_at, sch.next_run_at, sch.priority, "schedule", PLANNED, 0, now, sch.id, sch.version)
+            for sch in schedules if sch.next_run_at is not None)
     conn = session.connection()
     if conn.dialect.name == "postgresql":
         _COPY_OCCURRENCES.write(conn, rows)
-    elif rows:
-        _insert_ignore_many(conn.dialect.name).executemany(
+    else:
+        _insert_ignore_many(conn.dialect.name).executemany(  # no rows: nothing runs
             conn, [{"b_" + name: value for name, value in zip(_OCCURRENCE_COLUMNS, row)} for row in rows])
 
 
