@@ -30,6 +30,7 @@ from almanac.platform.notify import Listener, Notifier, notify_in
 from almanac.platform.runner import broken
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
+from almanac.platform.timer_due import CrossTenantScheduler
 from almanac.platform.timer_leases import TenantLeases
 from almanac.retention import Pruner
 from almanac.sandbox.capabilities import CapabilityError, ForwardingCapabilities
@@ -258,9 +259,11 @@ def sandbox_processes(configured: int | None) -> int:
 class ScaledScheduler:
     """The timer with its scale-out companions, started and stopped together.
 
-    `TenantLeases` decides which tenants this process's timer looks at (all of them on
-    SQLite); the `Listener` (PostgreSQL only) wakes the timer when another process
-    NOTIFYs a change to one of those tenants, and re-wakes them all after reconnecting.
+    On PostgreSQL the timer claims across all tenants from the shared due index and
+    `TenantLeases` only spreads the tenants' deliveries over the processes; on SQLite
+    it decides which tenants the timer looks at (all of them). The `Listener`
+    (PostgreSQL only) wakes the timer when another process NOTIFYs a change, and
+    re-wakes it after reconnecting.
     Everything else (`tick`, `run_claim`, ...) is the timer's own.
     """
 
@@ -290,10 +293,14 @@ class ScaledScheduler:
         self.leases.stop()  # hand the tenants over at once rather than when the leases lapse
 
     def wake(self, slug: str) -> None:
-        if self.leases.owns(slug):
+        # The cross-tenant timer claims any tenant's due work: a change anywhere is its business.
+        if isinstance(self.timer, CrossTenantScheduler) or self.leases.owns(slug):
             self.timer.wake(slug)
 
     def _wake_all(self) -> None:
+        if isinstance(self.timer, CrossTenantScheduler):
+            self.timer.wake("")  # one look at the whole index
+            return
         for slug in self.leases.owned():
             self.timer.wake(slug)
 
@@ -313,11 +320,17 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     holder: list[Scheduler] = []
     leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug),
                           ttl_s=settings.timer_lease_s)
-    timer = Scheduler(store, runner, clock, leases.owned, workers=in_flight,
-                      tenant_max_share=settings.tenant_max_share, parallel=getattr(runner, "processes", None))
+    timer_options: dict[str, Any] = dict(workers=in_flight, tenant_max_share=settings.tenant_max_share,
+                                         parallel=getattr(runner, "processes", None))
+    if db.is_sqlite:  # a tenant is a file of its own: the timer looks at each (all of them: one process)
+        timer = Scheduler(store, runner, clock, leases.owned, **timer_options)
+    else:  # one claim across every tenant from the shared due index; tenant leases only spread deliveries
+        timer = CrossTenantScheduler(store, runner, clock, leases.owned, **timer_options,
+                                     tenant_exists=lambda slug: slug in set(list_slugs(db)))
     holder.append(timer)
-    # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work.
-    dispatcher = Dispatcher(db, clock, settings, leases.owned)
+    # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work. On
+    # PostgreSQL a pass looks only at the tenants whose writes signalled work (and sweeps its own slowly).
+    dispatcher = Dispatcher(db, clock, settings, leases.owned, signals=not db.is_sqlite)
     # Pruning follows the timer's tenants too: each tenant's history is pruned by one process at a time.
     pruner = Pruner(db, clock, leases.owned, settings.retention_days, settings.prune_interval_s,
                     batch=settings.prune_batch)

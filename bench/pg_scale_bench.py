@@ -1,23 +1,35 @@
-"""Scale-out on PostgreSQL: many schedules across many tenants, then bursts with 1, 2 and 4 processes.
+"""Scale-out on PostgreSQL: many schedules across many tenants, bursts with 1, 2 and 4 processes, a
+kill -9 during a burst, and procrastinate draining the same burst on the same server.
 
     .venv/bin/python bench/pg_scale_bench.py                                  # 1,000,000 schedules, 1,000 tenants
-    .venv/bin/python bench/pg_scale_bench.py --tenants 50 --schedules 10000   # a quick run
-    options: --burst 8000 --procs 1,2,4 --runner noop|sandbox --pg-url postgresql+psycopg://...
+    .venv/bin/python bench/pg_scale_bench.py --tenants 50 --schedules 10000 --bursts 2000   # a quick run
+    options: --bursts 8000,20000 --procs 1,2,4 --runner noop|sandbox --failover 8000 --procrastinate 8000
+             --pg-url postgresql+psycopg://...
 
 Set-up: a throwaway PostgreSQL (tests/support/pg.py; fsync off) unless --pg-url is
 given; tenants made by `registry.create_tenant` (schema + migrations, as `tenant
 create` does); in each tenant one script and one schedule made by the service
 (`service.create_schedule`), whose column values are then copied by multi-row
 INSERTs straight into the tenant's `schedules` and `occurrences` through the
-translated connection (the same values the service writes; only the name differs).
+translated connection (the same values the service writes; only the name differs;
+the occurrences' trigger fills the shared due index as for any other write).
 Every schedule is active: daily, next due in more than an hour.
 
 Each phase starts N worker processes (this file with `--worker`: `almanac worker`'s
-services, with the runner chosen), moves a fresh set of `--burst` planned
-occurrences, spread evenly over the tenants, to one instant a few seconds ahead,
-and waits until all have run. It reports due occurrences per second
+services, with the runner chosen), moves a fresh set of planned occurrences (the
+burst, spread evenly over the tenants) to one instant a few seconds ahead, in one
+transaction, and waits until all have run. It reports due occurrences per second
 (burst / (last finish - due time)), start lag p50/p99 (started_at - scheduled_for)
 and each process's resident memory (VmRSS, and VmHWM its peak), main process only.
+
+The failover phase (4 processes) kills one with SIGKILL once a third of the burst has
+run, then checks that every occurrence succeeded exactly once, and reports how soon
+after the kill the others started runs (the dead process's due work is in the shared
+index, no tenant lease to wait for) and how late the dead process's own claimed runs
+started again (they wait for their leases: the script's timeout + `--lease-margin`).
+
+The procrastinate phase (bench/pg_procrastinate.py) defers the same number of jobs of a
+no-op task due at one instant and drains them with the same number of worker processes.
 
 `--runner noop` (default) measures the scheduler and the database: the script is
 a Python no-op. `--runner sandbox` runs the real QuickJS sandbox per occurrence.
@@ -33,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -42,6 +55,9 @@ sys.path.insert(0, str(ROOT))
 
 NOOP_JS = "export default function (event) { return event.scheduleId; }"
 SECRET = "bench-secret-key-0123456789abcdef"
+# The no-op runner keeps as many runs out as the sandbox pool of 2 processes does (10 per process),
+# so the timer claims the same amount ahead as in production (a bare FunctionRunner would get 2).
+NOOP_IN_FLIGHT = 20
 
 
 def pct(values: list[float], p: float) -> float:
@@ -49,10 +65,11 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] if ordered else float("nan")
 
 
-def settings_for(url: str, var: Path) -> Any:
+def settings_for(url: str, var: Path, lease_margin_s: float = 30.0) -> Any:
     from almanac.settings import Settings
 
-    return Settings(database_url=url, var_dir=var, secret_key=SECRET, pool_size=int(os.environ.get("POOL", "10")))
+    return Settings(database_url=url, var_dir=var, secret_key=SECRET, pool_size=int(os.environ.get("POOL", "10")),
+                    lease_margin_s=lease_margin_s)
 
 
 # -- set-up -----------------------------------------------------------------------------------
@@ -104,6 +121,24 @@ def fill_tenant(db: Any, slug: str, count: int, rule: str) -> None:
         conn.commit()
 
 
+def clone_template(args: Any) -> bool:
+    """Point `args.pg_url` at a fresh copy of the template database; False (pointed at the template) if there is none yet."""
+    import uuid
+
+    import psycopg
+
+    base = args.pg_url.rsplit("/", 1)[0]
+    with psycopg.connect(base.replace("postgresql+psycopg", "postgresql") + "/postgres", autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.template,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{args.template}"')
+            args.pg_url = f"{base}/{args.template}"
+            return False
+        name = f"bench_{uuid.uuid4().hex[:8]}"
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{args.template}"')
+    args.pg_url = f"{base}/{name}"
+    return True
+
+
 def daily_rule() -> str:
     hour = (datetime.now(timezone.utc).hour + 12) % 24  # next occurrence at least 11 hours away
     return f"FREQ=DAILY;BYHOUR={hour};BYMINUTE=0;BYSECOND=0"
@@ -112,26 +147,34 @@ def daily_rule() -> str:
 # -- one phase ----------------------------------------------------------------------------------
 
 
-def move_burst(db: Any, slugs: list[str], per_tenant: int, phase: int, due: datetime) -> int:
-    """Make `per_tenant` planned occurrences of each tenant due at `due` (a fresh set per phase)."""
+def move_burst(db: Any, slugs: list[str], per_tenant: int, offset: int, lead_s: float) -> tuple[int, datetime, float]:
+    """Make `per_tenant` planned occurrences of each tenant due at one instant, in one transaction.
+
+    Returns (moved, the due instant, seconds the move took). The instant is `lead_s` ahead of
+    the start, so the whole burst is committed before it falls due.
+    """
     from sqlalchemy import select, update
 
+    from almanac.db import TENANT_SCHEMA, schema_for
     from almanac.platform.models import Occurrence
 
     O = Occurrence.__table__
     moved = 0
-    for slug in slugs:
-        with db.tenant_connection(slug) as conn:
+    t0 = time.monotonic()
+    due = (datetime.now(timezone.utc) + timedelta(seconds=lead_s)).replace(microsecond=0)
+    with db.engine.connect() as conn, conn.begin():
+        for slug in slugs:
+            conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
             ids = conn.execute(select(O.c.id).where(O.c.status == "planned", O.c.trigger == "schedule")
-                               .order_by(O.c.schedule_id).offset(phase * per_tenant).limit(per_tenant)).scalars().all()
+                               .order_by(O.c.schedule_id).offset(offset).limit(per_tenant)).scalars().all()
             conn.execute(update(O).where(O.c.id.in_(ids)).values(scheduled_for=due, due_at=due))
-            conn.commit()
             moved += len(ids)
-    return moved
+    return moved, due, time.monotonic() - t0
 
 
 def burst_runs(db: Any, slugs: list[str], due: datetime) -> list[Any]:
-    from sqlalchemy import select
+    """The burst's ended runs of every tenant, each with its tenant (occurrence ids repeat across tenants)."""
+    from sqlalchemy import literal, select
 
     from almanac.platform.models import Run
 
@@ -139,7 +182,8 @@ def burst_runs(db: Any, slugs: list[str], due: datetime) -> list[Any]:
     rows: list[Any] = []
     for slug in slugs:
         with db.tenant_connection(slug) as conn:
-            rows += conn.execute(select(R.c.started_at, R.c.finished_at, R.c.scheduled_for, R.c.status)
+            rows += conn.execute(select(literal(slug).label("tenant"), R.c.started_at, R.c.finished_at,
+                                        R.c.scheduled_for, R.c.status, R.c.occurrence_id, R.c.attempt, R.c.reason)
                                  .where(R.c.scheduled_for == due, R.c.status != "running")).all()
     return rows
 
@@ -156,44 +200,107 @@ def memory_kb(pid: int) -> dict[str, int]:
     return out
 
 
-def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: int, phase: int) -> dict[str, Any]:
-    per_tenant = max(1, args.burst // len(slugs))
+def succeeded_count(db: Any, slugs: list[str], due: datetime) -> int:
+    """Runs of the burst that succeeded, every tenant in one statement (polling costs the workers little)."""
+    from sqlalchemy import text
+
+    from almanac.db import schema_for
+
+    parts = " UNION ALL ".join(f"SELECT count(*) AS n FROM {schema_for(slug)}.runs "
+                               "WHERE scheduled_for = :due AND status = 'succeeded'" for slug in slugs)
+    with db.engine.connect() as conn:
+        return int(conn.execute(text(f"SELECT sum(n) FROM ({parts}) c"), {"due": due}).scalar() or 0)
+
+
+def due_left(db: Any) -> int:
+    """Rows of the due index due now and not claimed: one indexed count, cheap to poll (the exact
+    count above reads every tenant's runs, and polled every 2 s it held PostgreSQL a third of the time)."""
+    from sqlalchemy import text
+
+    with db.engine.connect() as conn:
+        return int(conn.execute(text("SELECT count(*) FROM due_index WHERE due_at <= now()")).scalar() or 0)
+
+
+def start_workers(args: Any, url: str, var: Path, procs: int, tag: str) -> list[subprocess.Popen]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ALMANAC_LOG_LEVEL": "warning"}
-    workers = [
+    return [
         subprocess.Popen([sys.executable, __file__, "--worker", "--pg-url", url, "--var", str(var),
-                          "--runner", args.runner], env=env, stdout=(var / f"w{phase}-{n}.log").open("w"),
-                         stderr=subprocess.STDOUT)
+                          "--runner", args.runner, "--lease-margin", str(args.lease_margin)], env=env,
+                         stdout=(var / f"w{tag}-{n}.log").open("w"), stderr=subprocess.STDOUT)
         for n in range(procs)
     ]
+
+
+def stop_workers(workers: list[subprocess.Popen]) -> None:
+    for w in workers:
+        if w.poll() is None:
+            w.send_signal(signal.SIGTERM)
+    for w in workers:
+        try:
+            w.wait(60)
+        except subprocess.TimeoutExpired:
+            w.kill()
+
+
+LAST_MOVE_S = [0.0]  # how long the previous phase's move took
+
+
+def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: int, phase: int, burst: int,
+              *, kill_one: bool = False, offset: int = 0) -> dict[str, Any]:
+    per_tenant = max(1, burst // len(slugs))
+    workers = start_workers(args, url, var, procs, str(phase))
+    killed_at: datetime | None = None
     try:
-        time.sleep(args.warmup)  # processes start, take their share of tenants, first ticks
-        due = (datetime.now(timezone.utc) + timedelta(seconds=3)).replace(microsecond=0)
-        moved = move_burst(db, slugs, per_tenant, phase, due)
+        time.sleep(args.warmup)  # processes start, first passes
+        # The burst must be committed before it falls due, or its lag counts the move (1,000 schemas
+        # took 28 s at load 20): lead by more than the last move took.
+        moved, due, move_s = move_burst(db, slugs, per_tenant, offset, max(args.lead, 1.5 * LAST_MOVE_S[0] + 2))
+        LAST_MOVE_S[0] = move_s
         deadline = time.monotonic() + args.timeout
         while True:
-            time.sleep(2)
-            runs = burst_runs(db, slugs, due)
-            if len(runs) >= moved or time.monotonic() > deadline:
+            time.sleep(0.5 if kill_one and killed_at is None else 1)
+            if not kill_one and time.monotonic() < deadline and (
+                    datetime.now(timezone.utc) <= due or due_left(db) > 0):
+                continue  # not due yet, or some of it is not even claimed: not done
+            done = succeeded_count(db, slugs, due)
+            if kill_one and killed_at is None and done >= max(1, moved // 3):
+                workers[0].send_signal(signal.SIGKILL)  # mid-burst: its claimed runs wait for their leases
+                killed_at = datetime.now(timezone.utc)
+            if done >= moved or time.monotonic() > deadline:
                 break
-        mem = [memory_kb(w.pid) for w in workers]
+        mem = [memory_kb(w.pid) for w in workers if w.poll() is None]
+        load = os.getloadavg()
     finally:
-        for w in workers:
-            w.send_signal(signal.SIGTERM)
-        for w in workers:
-            try:
-                w.wait(60)
-            except subprocess.TimeoutExpired:
-                w.kill()
-    lags = [(r.started_at - r.scheduled_for).total_seconds() for r in runs if r.started_at]
-    span = (max(r.finished_at for r in runs) - due).total_seconds() if runs else float("nan")
-    return {
-        "processes": procs, "due": moved, "ran": len(runs),
-        "succeeded": sum(1 for r in runs if r.status == "succeeded"),
-        "per_second": round(len(runs) / span, 1) if runs else 0, "drain_s": round(span, 2),
+        stop_workers(workers)
+    runs = burst_runs(db, slugs, due)
+    ok = [r for r in runs if r.status == "succeeded"]
+    per_occurrence = Counter((r.tenant, r.occurrence_id) for r in ok)
+    lags = [(r.started_at - r.scheduled_for).total_seconds() for r in ok if r.started_at]
+    span = (max(r.finished_at for r in ok) - due).total_seconds() if ok else float("nan")
+    result: dict[str, Any] = {
+        "system": "almanac", "processes": procs, "burst": burst, "due": moved, "ran": len(per_occurrence),
+        "twice": sum(1 for n in per_occurrence.values() if n > 1),
+        "per_second": round(len(ok) / span, 1) if ok else 0, "drain_s": round(span, 2),
         "lag_p50_s": round(pct(lags, 50), 3), "lag_p99_s": round(pct(lags, 99), 3),
         "rss_mb": [round(m.get("VmRSS", 0) / 1024, 1) for m in mem],
         "peak_rss_mb": [round(m.get("VmHWM", 0) / 1024, 1) for m in mem],
+        "move_s": round(move_s, 2), "load": [round(x, 2) for x in load],
     }
+    if killed_at is not None:
+        after = sorted(r.started_at for r in ok if r.started_at and r.started_at >= killed_at)
+        retried = [r for r in ok if r.attempt > 1]
+        result.update({
+            "killed_after_s": round((killed_at - due).total_seconds(), 2),
+            # The others' first start after the kill: the due work waits on nobody.
+            "first_start_after_kill_s": round((after[0] - killed_at).total_seconds(), 3) if after else None,
+            "longest_gap_after_kill_s": round(max((b - a).total_seconds() for a, b in zip([killed_at, *after], after)), 3)
+            if after else None,
+            # The dead process's claimed runs: started again once their leases lapsed.
+            "lease_lapsed": sum(1 for r in runs if r.status == "failed" and "lease lapsed" in (r.reason or "")),
+            "retried_started_after_kill_s": round(max((r.started_at - killed_at).total_seconds() for r in retried), 2)
+            if retried else None,
+        })
+    return result
 
 
 # -- the worker processes ----------------------------------------------------------------------------
@@ -205,8 +312,12 @@ def worker_main(args: Any) -> None:
     from almanac.worker import build_services
 
     logs.configure(os.environ.get("ALMANAC_LOG_LEVEL", "warning"))
-    settings = settings_for(args.pg_url, Path(args.var))
-    runner = FunctionRunner(lambda source, event, caps: event.get("scheduleId")) if args.runner == "noop" else None
+    settings = settings_for(args.pg_url, Path(args.var), args.lease_margin)
+    class NoopRunner(FunctionRunner):
+        def runs_in_flight(self) -> int:
+            return NOOP_IN_FLIGHT
+
+    runner = NoopRunner(lambda source, event, caps: event.get("scheduleId")) if args.runner == "noop" else None
     services = build_services(settings, runner=runner)
     stopping = {"now": False}
     signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))
@@ -220,15 +331,36 @@ def worker_main(args: Any) -> None:
 # -- main ------------------------------------------------------------------------------------------
 
 
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| system | processes | due at once | ran (twice) | drain/s | drain s | lag p50 / p99 s | RSS MB (peak) | load 1/5/15 |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        rss = f"{min(r['rss_mb'], default=0)}-{max(r['rss_mb'], default=0)} ({max(r['peak_rss_mb'], default=0)})" \
+            if "rss_mb" in r else "-"
+        extra = " kill -9 one" if "killed_after_s" in r else ""
+        lines.append(f"| {r['system']}{extra} | {r['processes']} | {r['due']} | {r['ran']} ({r.get('twice', '-')}) | "
+                     f"{r['per_second']} | {r['drain_s']} | {r['lag_p50_s']} / {r['lag_p99_s']} | {rss} | "
+                     f"{' / '.join(str(x) for x in r.get('load', []))} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tenants", type=int, default=1000)
     parser.add_argument("--schedules", type=int, default=1_000_000)
-    parser.add_argument("--burst", type=int, default=8000)
+    parser.add_argument("--bursts", default="8000,20000", help="due at once, comma separated; each with every --procs")
     parser.add_argument("--procs", default="1,2,4")
+    parser.add_argument("--failover", type=int, default=8000, help="burst of the kill -9 phase (4 processes); 0: none")
+    parser.add_argument("--procrastinate", default="8000", help="bursts drained by procrastinate; empty: none")
+    parser.add_argument("--procrastinate-concurrency", type=int, default=10)
     parser.add_argument("--runner", choices=("noop", "sandbox"), default="noop")
+    parser.add_argument("--lease-margin", type=float, default=5.0,
+                        help="lease margin of the workers (s): how long a killed process's claimed runs wait")
     parser.add_argument("--pg-url")
-    parser.add_argument("--warmup", type=float, default=8.0)
+    parser.add_argument("--template", help="with --pg-url: keep the set-up as this database and clone it on later "
+                                           "runs of the same --tenants / --schedules (setting up 1,000 tenants takes minutes)")
+    parser.add_argument("--warmup", type=float, default=6.0)
+    parser.add_argument("--lead", type=float, default=4.0, help="the burst falls due this long after its move starts")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--var", help=argparse.SUPPRESS)
@@ -236,8 +368,10 @@ def main() -> None:
     if args.worker:
         return worker_main(args)
     from almanac.db import Database
+    from bench import pg_procrastinate
     from tests.support.pg import PgServer
 
+    command = " ".join(["python", "bench/pg_scale_bench.py", *sys.argv[1:]])
     server = None
     if args.pg_url is None:
         server = PgServer()
@@ -245,27 +379,59 @@ def main() -> None:
         args.pg_url = server.url_for(server.create_database())
         print(f"PostgreSQL at {base}", flush=True)
     var = Path(tempfile.mkdtemp(prefix="almanac-pgbench-"))
+    per_tenant = args.schedules // args.tenants
+    t0 = time.monotonic()
+    cloned = bool(args.template) and clone_template(args)
     db = Database(settings_for(args.pg_url, var))
     try:
-        t0 = time.monotonic()
-        slugs = create_tenants(db, args.tenants)
-        t1 = time.monotonic()
-        rule, per_tenant = daily_rule(), args.schedules // args.tenants
-        for i, slug in enumerate(slugs):
-            fill_tenant(db, slug, per_tenant, rule)
-            if i % 100 == 99:
-                print(f"  {(i + 1) * per_tenant} schedules, {time.monotonic() - t1:.0f} s", flush=True)
+        if cloned:
+            slugs, t1 = [f"b{i:04d}" for i in range(args.tenants)], time.monotonic()
+            print(f"set-up cloned from database {args.template} in {t1 - t0:.1f} s", flush=True)
+        else:
+            slugs = create_tenants(db, args.tenants)
+            t1 = time.monotonic()
+            rule = daily_rule()
+            for i, slug in enumerate(slugs):
+                fill_tenant(db, slug, per_tenant, rule)
+                if i % 100 == 99:
+                    print(f"  {(i + 1) * per_tenant} schedules, {time.monotonic() - t1:.0f} s", flush=True)
         t2 = time.monotonic()
+        if args.template and not cloned:  # kept as it is now, then this run works on a copy of it
+            db.dispose()
+            clone_template(args)
+            db = Database(settings_for(args.pg_url, var))
         print(f"set-up: {args.tenants} tenants in {t1 - t0:.0f} s, {per_tenant * args.tenants} schedules "
               f"in {t2 - t1:.0f} s", flush=True)
-        results = []
-        for phase, procs in enumerate(int(p) for p in args.procs.split(",")):
-            result = run_phase(args, db, args.pg_url, var, slugs, procs, phase)
-            print(json.dumps(result), flush=True)
-            results.append(result)
-        summary = {"tenants": args.tenants, "schedules": per_tenant * args.tenants, "runner": args.runner,
-                   "cores": os.cpu_count(), "phases": results}
+        bursts = [int(b) for b in args.bursts.split(",") if b]
+        phases = [max(1, b // args.tenants) for b in bursts for _ in args.procs.split(",")]
+        phases += [max(1, args.failover // args.tenants)] if args.failover else []
+        if sum(phases) > per_tenant:  # each phase moves the next set of every tenant's schedules
+            raise SystemExit(f"{per_tenant} schedules per tenant cannot feed phases of {phases} each: "
+                             "raise --schedules or lower the bursts")
+        results: list[dict[str, Any]] = []
+        phase = 0
+        for burst in bursts:
+            for procs in (int(p) for p in args.procs.split(",")):
+                results.append(run_phase(args, db, args.pg_url, var, slugs, procs, phase, burst,
+                                         offset=sum(phases[:phase])))
+                print(json.dumps(results[-1]), flush=True)
+                phase += 1
+        if args.failover:
+            results.append(run_phase(args, db, args.pg_url, var, slugs, 4, phase, args.failover, kill_one=True,
+                                     offset=sum(phases[:phase])))
+            print(json.dumps(results[-1]), flush=True)
+        for burst in (int(b) for b in args.procrastinate.split(",") if b):
+            for procs in (int(p) for p in args.procs.split(",")):
+                row = pg_procrastinate.burst(args.pg_url, burst, procs, args.procrastinate_concurrency, var)
+                row["load"] = [round(x, 2) for x in os.getloadavg()]
+                results.append(row)
+                print(json.dumps(row), flush=True)
+        summary = {"command": command, "tenants": args.tenants, "schedules": per_tenant * args.tenants,
+                   "runner": args.runner, "cores": os.cpu_count(), "setup_s": [round(t1 - t0), round(t2 - t1)],
+                   "phases": results}
         print(json.dumps(summary, indent=2))
+        print(f"\n{command}\n{args.tenants} tenants, {per_tenant * args.tenants} schedules, runner {args.runner}, "
+              f"{os.cpu_count()} cores\n\n{table(results)}")
     finally:
         db.dispose()
         if server is not None:

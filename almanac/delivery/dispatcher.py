@@ -1,8 +1,13 @@
 """The delivery loop: per tenant, fan out new events, claim due deliveries, send, record.
 
-`run_once(now)` is one pass over every tenant (tests drive it with a manual clock); `start()`
+`run_once(now)` is one pass over the tenants (tests drive it with a manual clock); `start()`
 runs passes in a background thread until `stop()`, waiting `poll_s` between idle passes unless
-`wake(slug)` cuts the wait short. Sends of one pass go out on a small thread pool; nothing here
+`wake(slug)` cuts the wait short. Which tenants: every one of `tenant_slugs()` each pass by
+default (SQLite: one process, tenant files); with `signals` (PostgreSQL, where a thousand idle
+tenants looked at every second cost two thousand transactions a second) only the tenants whose
+events and deliveries signalled work (`signals.take`), those whose last pass was cut short by a
+batch limit, and every `sweep_s` (None: never) all of `tenant_slugs()` once, in case a signal was taken by a
+dispatcher that died before it looked. Sends of one pass go out on a small thread pool; nothing here
 touches the web server's event loop. Any number of dispatchers may share a database: leases and
 unique keys keep each attempt to one of them.
 """
@@ -13,12 +18,13 @@ import dataclasses
 import logging
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Callable
 
 from almanac.db import Database
-from almanac.delivery import fanout, store
+from almanac.delivery import fanout, signals as signals_mod, store
 from almanac.delivery.policy import DeliveryConfig
 from almanac.delivery.metrics import get_delivery_metrics
 from almanac.delivery.sending import DefaultSender, Result, Sender
@@ -30,8 +36,11 @@ log = logging.getLogger("almanac.delivery")
 class Dispatcher:
     def __init__(self, db: Database, clock: Any, settings: Any, tenant_slugs: Callable[[], list[str]], *,
                  sender: Sender | None = None, config: DeliveryConfig | None = None,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, signals: bool = False, sweep_s: float | None = 60.0) -> None:
         self.db, self.clock, self.settings, self.tenant_slugs = db, clock, settings, tenant_slugs
+        self.signals, self.sweep_s = signals, sweep_s
+        self._again: set[str] = set()  # (signals) tenants whose last pass hit a batch limit
+        self._next_sweep = 0.0  # (signals) monotonic time of the next look at every tenant
         self.config = config or DeliveryConfig.from_settings(settings)
         self.sender = sender or DefaultSender(self.config, settings)
         self.rng = rng or random.Random()
@@ -76,7 +85,7 @@ class Dispatcher:
     def run_once(self, now: datetime) -> int:
         """Fan out and deliver what is due in every tenant; returns fan-outs plus attempts made."""
         total = 0
-        for slug in self.tenant_slugs():
+        for slug in self._tenants(now):
             if self._stop.is_set():
                 break
             try:
@@ -85,11 +94,23 @@ class Dispatcher:
                 log.exception("delivery.tenant_failed", extra={"event": "delivery.tenant_failed", "tenant": slug})
         return total
 
+    def _tenants(self, now: datetime) -> list[str]:
+        if not self.signals:
+            return self.tenant_slugs()
+        chosen, self._again = self._again, set()
+        chosen |= signals_mod.take(self.db, now)
+        if self.sweep_s is not None and time.monotonic() >= self._next_sweep:
+            self._next_sweep = time.monotonic() + self.sweep_s
+            chosen |= set(self.tenant_slugs())
+        return sorted(chosen)
+
     def run_tenant(self, slug: str, now: datetime) -> int:
         with self.db.tenant_session(slug) as session:
             added = fanout.fan_out(session, now=now, limit=self.config.fanout_batch)
         with self.db.tenant_session(slug) as session:
             claimed = store.claim_due(session, slug, now, self.config)
+        if self.signals and (added >= self.config.fanout_batch or len(claimed) >= self.config.batch):
+            self._again.add(slug)  # its signals were taken with this pass: look again at once
         results = list(self._pool.map(self._send, claimed))
         finished = self.clock.now()  # the retry is planned from when the attempt ended
         for item, result in zip(claimed, results):

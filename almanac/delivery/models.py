@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Boolean, Identity, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from almanac.db import TenantBase, UTCDateTime
+from almanac.db import SharedBase, TenantBase, UTCDateTime
 
 WEBHOOK, EMAIL = "webhook", "email"
 KINDS = (WEBHOOK, EMAIL)
@@ -100,3 +100,15 @@ class DeliveryAttempt(TenantBase):
     status_code: Mapped[int | None] = mapped_column(Integer)
     latency_ms: Mapped[int] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(String(ERROR_MAX))
+
+
+class DeliverySignal(SharedBase):
+    """(Shared schema, PostgreSQL) A tenant may have delivery work from `at`: written by triggers on its
+    `events` and `deliveries` (migrations s0008 / t0015), taken by the dispatchers (`signals`)."""
+
+    __tablename__ = "delivery_signals"
+    __table_args__ = (Index("ix_delivery_signals_at", "at"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    tenant_slug: Mapped[str] = mapped_column(String(40))
+    at: Mapped[datetime] = mapped_column(UTCDateTime())

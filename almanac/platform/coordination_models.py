@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index, String
+from sqlalchemy import Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from almanac.db import SharedBase, UTCDateTime
@@ -45,3 +45,24 @@ class TimerLease(SharedBase):
     owner: Mapped[str | None] = mapped_column(String(OWNER_MAX))
     token: Mapped[str | None] = mapped_column(String(TOKEN_MAX))  # changes with every hand-over
     expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class DueEntry(SharedBase):
+    """The cross-tenant due index (PostgreSQL): one row per occurrence of any tenant whose `due_at` is set.
+
+    A mirror of `occurrences.due_at` (and `priority`) kept by a trigger on every tenant's
+    `occurrences` table (migrations s0007_due_index and t0014_due_index), so it changes in the
+    very transaction that plans, claims, renews, finishes or cancels the occurrence, whichever
+    code path writes it. Every process claims from it with one indexed query across all tenants
+    (`store_due`), locking its rows `FOR UPDATE SKIP LOCKED`; the occurrences, runs and data stay
+    in the tenant's schema. Unused on SQLite (a tenant there is a file of its own: no trigger can
+    reach the shared file), where the timer still looks at each tenant.
+    """
+
+    __tablename__ = "due_index"
+    __table_args__ = (Index("ix_due_index_due_at", "due_at"),)
+
+    tenant_slug: Mapped[str] = mapped_column(String(40), primary_key=True)
+    occurrence_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    due_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    priority: Mapped[int] = mapped_column(Integer)

@@ -48,18 +48,28 @@ class RecurrenceRules:
 
         return recurrence.load(rrule, input_kind)
 
-    def next_after(self, rrule: str, input_kind: str, after: datetime) -> datetime | None:
+    # Both answers depend only on their arguments, and a burst asks the same question many times
+    # (a herd of schedules sharing a rule and a due time, claimed in one pass at one `now`): the
+    # expansion, ~1 ms each in Python, is then done once per pass instead of once per schedule.
+    @staticmethod
+    @lru_cache(maxsize=8192)
+    def next_after(rrule: str, input_kind: str, after: datetime) -> datetime | None:
         from almanac.platform import recurrence
 
-        when = recurrence.next_after(self._load(rrule, input_kind), after)
+        when = recurrence.next_after(RecurrenceRules._load(rrule, input_kind), after)
         return None if when is None else when.astimezone(timezone.utc)
 
     def times_between(self, rrule: str, input_kind: str, after: datetime, until: datetime, cap: int) -> list[datetime]:
+        return list(self._times_between(rrule, input_kind, after, until, cap))  # a copy: callers may change theirs
+
+    @staticmethod
+    @lru_cache(maxsize=8192)
+    def _times_between(rrule: str, input_kind: str, after: datetime, until: datetime, cap: int) -> tuple[datetime, ...]:
         from almanac.platform import recurrence
 
         # Usually nothing (or one time) was missed: expand in doubling chunks and stop once past
         # `until`, rather than expanding `cap` dates on every claim (that cost ~24 ms a claim).
-        rule = self._load(rrule, input_kind)
+        rule = RecurrenceRules._load(rrule, input_kind)
         found: list[datetime] = []
         start, chunk = after, 4
         while len(found) < cap:
@@ -70,7 +80,7 @@ class RecurrenceRules:
             if len(times) < chunk + 1 or not fresh or fresh[-1] > until:
                 break
             start, chunk = fresh[-1], min(chunk * 2, cap + 1)
-        return found[:cap]
+        return tuple(found[:cap])
 
 
 def occurrence_values(now: datetime, when: datetime, priority: int, trigger: str, **owner: Any) -> dict[str, Any]:

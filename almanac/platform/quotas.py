@@ -67,8 +67,21 @@ def quotas_for(shared: Session, slug: str) -> Quotas:
 
 
 def of(s: Session) -> Quotas:
-    """The quotas of the tenant whose session this is (`Database.tenant_session`), in its transaction."""
-    return quotas_for(s, s.info["tenant"])
+    """The quotas of the tenant whose session this is (`Database.tenant_session`), in its transaction.
+
+    A claim across tenants reads them all at once (`quotas_of_many`) and leaves each
+    tenant's in its session's `info["quotas"]`: the same transaction, one statement.
+    """
+    known = s.info.get("quotas")
+    return known if known is not None else quotas_for(s, s.info["tenant"])
+
+
+def quotas_of_many(conn: Any, slugs: list[str]) -> dict[str, Quotas]:
+    """Every named tenant's quotas (the defaults where it has no overrides), in one statement."""
+    rows = {r.tenant_slug: r for r in conn.execute(select(TenantQuota).where(TenantQuota.tenant_slug.in_(slugs)))}
+    return {slug: DEFAULTS if slug not in rows else
+            replace(DEFAULTS, **{n: getattr(rows[slug], n) for n in NAMES if getattr(rows[slug], n) is not None})
+            for slug in slugs}
 
 
 def set_quotas(shared: Session, slug: str, changes: dict[str, int], now: datetime) -> Quotas:

@@ -24,9 +24,9 @@ import secrets
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from sqlalchemy import bindparam, delete, func, select, tuple_, update
+from sqlalchemy import Table, bindparam, delete, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from almanac.db import insert_ignore
@@ -95,11 +95,13 @@ _SCRIPTS = select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SC.c.current_version
 _CLAIM_CAS = Bulk(update(O).where(
     O.c.id == bindparam("b_id"), O.c.status == bindparam("b_status"), O.c.attempt == bindparam("b_attempt"),
 ).values(status=RUNNING, attempt=bindparam("b_new_attempt"), lease_token=bindparam("b_token"),
-         lease_until=bindparam("b_lease"), due_at=bindparam("b_lease")))
+         lease_until=bindparam("b_lease"), due_at=bindparam("b_lease"), run_id=bindparam("b_run_id")))
 _CLAIM_RUN_ID = Bulk(update(O).where(O.c.id == bindparam("b_id")).values(run_id=bindparam("b_run_id")))
 _RUN_COLUMNS = ("occurrence_id", "schedule_id", "job_key", "script_id", "script_version", "trigger", "scheduled_for",
                 "created_at", "started_at", "status", "attempt", "lease_token")
 _INSERT_RUNS = Bulk(R.insert().values({name: bindparam("b_" + name) for name in _RUN_COLUMNS}))
+_INSERT_RUNS_RETURNING = (insert(cast(Table, R)).values({name: bindparam("b_" + name) for name in _RUN_COLUMNS})
+                          .returning(R.c.id, sort_by_parameter_order=True))
 _RUN_IDS = select(R.c.id, R.c.occurrence_id, R.c.attempt).where(R.c.occurrence_id.in_(_ids()))
 NEXT_DUE = select(func.min(O.c.due_at))
 BACKLOG = select(func.count()).select_from(O).where(O.c.due_at <= bindparam("b_now"),
@@ -154,6 +156,7 @@ class _Batch:
         self.scripts = store._scripts(s, tenant, script_ids)
         self.pending: list[_Pending] = []
         self.leases: dict[int, datetime] = {}  # lease end by script timeout
+        self.lease_from: datetime | None = None  # when they start (`_claim_rows` sets it)
         self.plans: list[tuple[Any, datetime]] = []  # (schedule, after): next occurrences to plan
         self.claims: list[Claim] = []
         self.recorded: dict[str, int] = {}
@@ -207,17 +210,7 @@ class ClaimMixin:
     def claim_due(self, tenant: str, now: datetime, limit: int) -> ClaimBatch:
         with self.db.tenant_session(tenant) as s:
             rows = s.execute(_DUE_LOCKED if self.is_postgres else _DUE, {"b_now": now, "b_limit": limit}).all()
-            batch = _Batch(self, s, tenant, rows)
-            for row in rows:
-                if row.status == RUNNING:
-                    row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
-                if row is None:
-                    continue
-                if row.schedule_id is not None:
-                    self._schedule_due(s, tenant, batch, row, now)
-                else:
-                    self._job_due(s, tenant, batch, row, now)
-            self._flush(s, tenant, batch, now)
+            batch = self._claim_rows(s, tenant, rows, now)
             full = len(rows) >= limit
             # Not full: everything due was looked at, so say now when to look again (and what is left),
             # in this transaction rather than in two more.
@@ -225,6 +218,26 @@ class ClaimMixin:
             next_due = None if full else s.execute(NEXT_DUE).scalar()
         return ClaimBatch(batch.claims, len(rows), full, sorted(batch.recorded.items()),
                           backlog=backlog, next_due_at=next_due)
+
+    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
+                    lease_from: datetime | None = None) -> _Batch:
+        """Decide and claim these due rows of one tenant (read and locked by the caller), in `s`'s transaction.
+
+        `lease_from`: when the claimed leases start, if later than `now` (a long pass across tenants).
+        """
+        batch = _Batch(self, s, tenant, rows)
+        batch.lease_from = lease_from or now
+        for row in rows:
+            if row.status == RUNNING:
+                row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
+            if row is None:
+                continue
+            if row.schedule_id is not None:
+                self._schedule_due(s, tenant, batch, row, now)
+            else:
+                self._job_due(s, tenant, batch, row, now)
+        self._flush(s, tenant, batch, now)
+        return batch
 
     def _cas(self, s: Session, row: Any, **values: Any) -> bool:
         """Change an occurrence only if nobody changed it since we read it."""
@@ -365,7 +378,8 @@ class ClaimMixin:
         assert script is not None  # a deleted script is a problem, handled above
         lease = batch.leases.get(script.timeout_ms)
         if lease is None:  # one per timeout in a batch: the same value for every claim that shares it
-            lease = batch.leases[script.timeout_ms] = policies.lease_until(now, script.timeout_ms, self.lease_margin_s)
+            start = batch.lease_from or now
+            lease = batch.leases[script.timeout_ms] = policies.lease_until(start, script.timeout_ms, self.lease_margin_s)
         batch.pending.append(_Pending(row, owner, script, policy, secrets.token_hex(16), lease))
         if row.schedule_id is not None:
             batch.running.setdefault(row.schedule_id, {})[row.id] = lease
@@ -382,23 +396,46 @@ class ClaimMixin:
         if not pending:
             return
         conn = s.connection()
+        if self.is_postgres:
+            run_ids = self._claim_locked(conn, pending, now)
+        else:
+            pending, run_ids = self._claim_cas(conn, pending, now)
+        batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
+
+    def _claim_cas(self, conn: Any, pending: list[_Pending], now: datetime) -> tuple[list[_Pending], list[int]]:
+        """(SQLite) Claim each occurrence by compare-and-set, then insert the held ones' runs; (held, run ids)."""
         changed = _CLAIM_CAS.executemany(conn, [dict(
             b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
-            b_token=p.token, b_lease=p.lease) for p in pending])
+            b_token=p.token, b_lease=p.lease, b_run_id=None) for p in pending])
         if changed != len(pending):
             held = {r.id for r in conn.execute(select(O.c.id).where(
                 O.c.id.in_([p.row.id for p in pending]),  # the key lookup (SQLite scans for a row-value IN)
                 tuple_(O.c.id, O.c.lease_token).in_([(p.row.id, p.token) for p in pending])))}
             pending = [p for p in pending if p.row.id in held]
             if not pending:
-                return
+                return [], []
         # The runs' ids by their unique key (occurrence, attempt): an executemany returns no rows.
         _INSERT_RUNS.executemany(conn, [self._run_values(p, now) for p in pending])
         ids = {(r.occurrence_id, r.attempt): r.id
                for r in conn.execute(_RUN_IDS, {"b_ids": sorted(p.row.id for p in pending)})}
         run_ids = [ids[(p.row.id, p.row.attempt + 1)] for p in pending]
         _CLAIM_RUN_ID.executemany(conn, [dict(b_id=p.row.id, b_run_id=rid) for p, rid in zip(pending, run_ids)])
-        batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
+        return pending, run_ids
+
+    def _claim_locked(self, conn: Any, pending: list[_Pending], now: datetime) -> list[int]:
+        """(PostgreSQL) The rows are locked FOR UPDATE by this transaction: insert the runs, then claim.
+
+        Two statements instead of four: the runs' ids come back from their multi-row INSERT, and
+        the compare-and-set writes each occurrence's run id with its lease. Under the lock the
+        compare-and-set cannot miss; if it ever did, nothing is claimed on a guess (rolled back).
+        """
+        run_ids = list(conn.execute(_INSERT_RUNS_RETURNING, [self._run_values(p, now) for p in pending]).scalars())
+        changed = _CLAIM_CAS.executemany(conn, [dict(
+            b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
+            b_token=p.token, b_lease=p.lease, b_run_id=rid) for p, rid in zip(pending, run_ids)])
+        if changed != len(pending):
+            raise RuntimeError(f"claim changed {changed} locked occurrences, expected {len(pending)}")
+        return run_ids
 
     @staticmethod
     def _run_values(p: _Pending, now: datetime) -> dict[str, Any]:

@@ -7,7 +7,8 @@ way each claim is a compare-and-set on the occurrence (status and attempt as
 read) followed by the insert of its run row, unique on (occurrence, attempt).
 
 Both ends work in batches, for throughput, and live in their own modules:
-`store_claim` (the claim transaction: policies row by row, then one
+`store_due` (PostgreSQL: one claim across every tenant with due work, through the
+shared due index), `store_claim` (the claim transaction: policies row by row, then one
 compare-and-set executemany, one multi-row INSERT of runs and one bulk plan of
 next occurrences) and `store_record` (`finish_many`: many attempts in one
 transaction, each fenced by its own lease token, effects applied only where
@@ -29,6 +30,7 @@ from almanac.platform import planning, policies, quotas
 from almanac.platform.models import KV, RUNNING, Job, Run, Script, ScriptVersion
 from almanac.platform.store import Claim
 from almanac.platform.store_claim import BACKLOG, NEXT_DUE, ClaimMixin
+from almanac.platform.store_due import DueMixin
 from almanac.platform.store_record import ENDINGS, Finish, RecordMixin
 
 __all__ = ["ENDINGS", "Finish", "SqlStore"]
@@ -38,7 +40,7 @@ R, KVT, SC, SV, J = Run.__table__, KV.__table__, Script.__table__, ScriptVersion
 _KV_READ = select(KVT.c.value).where(KVT.c.key == bindparam("b_key"))
 
 
-class SqlStore(ClaimMixin, RecordMixin):
+class SqlStore(ClaimMixin, DueMixin, RecordMixin):
     def __init__(self, db: Database, rules: planning.Rules | None = None, *, lease_margin_s: float | None = None):
         self.db = db
         self.rules = rules or planning.RecurrenceRules()

@@ -64,17 +64,20 @@ class RecorderMixin:
                 except queue.Empty:
                     break
             stopping = None in items
-            done = [item for item in items if item is not None]
-            by_tenant: dict[str, list[_Finished]] = {}
-            for item in done:
-                by_tenant.setdefault(item.claim.tenant, []).append(item)
-            for group in by_tenant.values():
-                try:
-                    self._record(group)
-                except Exception:  # never let the recorder die: the slots must come back
-                    log.exception("run.record_failed", extra={"event": "run.record_failed"})
-                finally:
-                    self._release([d.claim for d in group])
+            self._record_done([item for item in items if item is not None])
+
+    def _record_done(self, done: list[_Finished]) -> None:
+        """Record these finished runs, a transaction per tenant, and give their slots back."""
+        by_tenant: dict[str, list[_Finished]] = {}
+        for item in done:
+            by_tenant.setdefault(item.claim.tenant, []).append(item)
+        for group in by_tenant.values():
+            try:
+                self._record(group)
+            except Exception:  # never let the recorder die: the slots must come back
+                log.exception("run.record_failed", extra={"event": "run.record_failed"})
+            finally:
+                self._release([d.claim for d in group])
 
     def _record(self, group: list[_Finished]) -> None:
         """Record a tenant's finished runs in one transaction; if that fails, one by one."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Column, MetaData, String, Table, event, select
+from sqlalchemy import Column, MetaData, String, Table, delete, event, select
 from sqlalchemy.schema import CreateSchema, DropSchema
 
 from almanac.db import TENANT_SCHEMA, Database, schema_for
@@ -201,8 +201,14 @@ def drop_tenant_schema(db: Database, slug: str) -> None:
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(str(db.tenant_file(slug)) + suffix).unlink(missing_ok=True)
         return
+    # The shared due index and delivery signals (almanac.platform.coordination_models.DueEntry,
+    # almanac.delivery.models.DeliverySignal; tenants may not import either package).
+    shared = [Table(name, MetaData(), Column("tenant_slug", String(40))) for name in ("due_index", "delivery_signals")]
     with db.engine.begin() as conn:
         conn.execute(DropSchema(schema, cascade=True, if_exists=True))
+        # Its triggers went with the schema; its shared rows go in the same transaction.
+        for table in shared:
+            conn.execute(delete(table).where(table.c.tenant_slug == slug))
 
 
 def tenant_revision(db: Database, slug: str) -> str | None:

@@ -1,0 +1,271 @@
+"""The cross-tenant claim of `SqlStore` (PostgreSQL): due work of every tenant found with one indexed query.
+
+`due_index` (shared schema) mirrors each tenant's `occurrences.due_at`, kept by a trigger
+in the transaction that writes the occurrence (migrations s0007 / t0014). One claim
+transaction, on one connection:
+
+1. picks up to `limit` due rows of the index, fairly between tenants, and locks them
+   `FOR UPDATE SKIP LOCKED` (other processes take other rows at the same moment);
+2. for each tenant among them, inside a savepoint and with the connection's `tenant`
+   schema mapped to that tenant's schema, reads and locks those occurrences and runs
+   the same per-row decisions and bulk claim as `claim_due` (`ClaimMixin._claim_rows`);
+   the triggers move the claimed rows' `due_at` to their lease end in the index;
+3. when it did not fill `limit`, says when the earliest row of the index falls due.
+
+No tenant is visited unless it has due work, so idle tenants cost nothing per pass, and
+nothing ties a tenant to a process: when a process dies, its due work is claimed by the
+others at their next pass; only its running attempts wait for their own leases (their
+`due_at` is the lease end, so they come back through the index when it lapses).
+
+Fairness between tenants (SPEC section 11): the due rows are ranked within their tenant
+(priority, then due time) and taken round robin in chunks of `chunk` rows per tenant,
+so with k tenants due a pass gives each about `limit / k`, and a tenant with one due
+occurrence is claimed in the first pass whatever another tenant has queued (within the
+first `SCAN` due rows by time). The timer's `FairQueue` then starts them fairly.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, delete, func, select, text
+from sqlalchemy.orm import Session
+
+from almanac.db import TENANT_SCHEMA, schema_for
+from almanac.platform import policies, quotas
+from almanac.platform.coordination_models import DueEntry
+from almanac.platform.models import Occurrence
+from almanac.platform.store import Claim
+from almanac.platform.store_claim import _DUE_COLUMNS
+from almanac.platform.store_record import _RENEW, _TOKENS, Finish, _Fenced
+
+log = logging.getLogger("almanac.scheduler")
+
+D, O = (cast(Table, m.__table__) for m in (DueEntry, Occurrence))  # Core tables, typed so
+SCAN = 100_000  # due rows (oldest first) ranked per pass: bounds a pass's cost after a long outage
+WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' locked rows to be skipped
+
+# Ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant;
+# the outer query locks what it can of them (rows another process holds are skipped, not waited for).
+# Tenants due at the same time are ordered by a hash salted per pass: no tenant is always first
+# when a round is cut short, and processes claiming at once mostly reach for different rows.
+# The outer `due_at` test is written so that no index can serve it: the index's statistics lag
+# behind a burst (a thousand rows fall due between two ANALYZEs), and with a bare `due_at <= :now`
+# the planner drove the join from the `due_at` index, comparing every due row with every wanted
+# one (474 ms a pass with 8,000 due); this way each wanted row is one primary-key lookup (17 ms).
+_PICK = text("""
+WITH due AS (
+    SELECT tenant_slug, occurrence_id, due_at, priority FROM due_index
+    WHERE due_at <= :now ORDER BY due_at LIMIT :scan
+), ranked AS (
+    SELECT tenant_slug, occurrence_id, due_at,
+           row_number() OVER (PARTITION BY tenant_slug ORDER BY priority DESC, due_at, occurrence_id) AS rn
+    FROM due
+), wanted AS (
+    SELECT tenant_slug, occurrence_id, due_at, rn FROM ranked
+    ORDER BY (rn - 1) / :chunk, due_at, md5(tenant_slug || :salt), rn LIMIT :want
+)
+SELECT d.tenant_slug, d.occurrence_id FROM due_index d
+JOIN wanted w ON w.tenant_slug = d.tenant_slug AND w.occurrence_id = d.occurrence_id
+WHERE d.due_at + interval '0 s' <= :now
+ORDER BY (w.rn - 1) / :chunk, w.due_at, md5(w.tenant_slug || :salt), w.rn
+LIMIT :limit
+FOR UPDATE OF d SKIP LOCKED
+""")
+_NEXT_DUE = select(func.min(D.c.due_at))
+_BACKLOG = text("SELECT tenant_slug, count(*) FROM due_index WHERE due_at <= :now GROUP BY tenant_slug")
+_ROWS_LOCKED = (select(*_DUE_COLUMNS).where(O.c.id.in_(bindparam("b_ids", expanding=True)),
+                                             O.c.due_at <= bindparam("b_now"))
+                .order_by(O.c.priority.desc(), O.c.due_at, O.c.id).with_for_update(skip_locked=True))
+_EXISTING = select(O.c.id).where(O.c.id.in_(bindparam("b_ids", expanding=True)))
+_DROP_ENTRIES = delete(D).where(D.c.tenant_slug == bindparam("b_slug"),
+                                D.c.occurrence_id.in_(bindparam("b_ids", expanding=True)))
+_DROP_TENANT = delete(D).where(D.c.tenant_slug == bindparam("b_slug"))
+
+
+@dataclass
+class CrossBatch:
+    """What one cross-tenant claim did."""
+
+    claims: list[Claim]
+    picked: int  # index rows locked (claimed, skipped, expired, queued, recovered, stale...)
+    full: bool  # True when `limit` rows were picked: more may be due right now
+    recorded: list[tuple[str, int]] = field(default_factory=list)  # (status, count) of non-run records
+    next_due_at: datetime | None = None  # when not full: the index's earliest due_at (None: nothing)
+    backlog: dict[str, int] | None = None  # when not full: per tenant, rows still due and not claimed
+    failed: list[str] = field(default_factory=list)  # tenants whose part was rolled back (logged)
+
+
+@contextmanager
+def _tenant_session(conn: Any, slug: str) -> Iterator[Session]:
+    """A session in `conn`'s transaction (it never commits nor rolls back that) with `tenant` mapped to `slug`'s schema."""
+    tenant_conn = conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
+    s = Session(bind=tenant_conn, expire_on_commit=False, join_transaction_mode="rollback_only")
+    s.info["tenant"] = slug  # quotas read the tenant from the session
+    try:
+        yield s
+        s.flush()
+    finally:
+        s.close()
+
+
+def fair_chunk(limit: int, share: float) -> int:
+    """Rows of one tenant per round-robin round: a small part of a pass, never above the tenant's share."""
+    return max(1, min(16, int(limit * share)))
+
+
+class DueMixin:
+    """`claim_across`; mixed into `SqlStore` after `ClaimMixin` (whose `_claim_rows` it reuses)."""
+
+    db: Any
+    lease_margin_s: float
+    # RecordMixin's, after this one in SqlStore's bases: annotated only, so that it is not shadowed.
+    _finish_batch: Callable[..., list[bool]]
+
+    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
+                    lease_from: datetime | None = None) -> Any:
+        raise NotImplementedError
+
+    def finish_across(self, items: Sequence[Finish]) -> list[bool] | None:
+        """Record finished attempts of many tenants in ONE transaction, optimistically; whether each applied.
+
+        A burst spread over many tenants finishes a few runs per tenant at a time: a transaction
+        per tenant (BEGIN, the fenced release, the runs' records, COMMIT) cost more round trips
+        than the records themselves. Here every tenant's part (`_finish_batch`, optimistic) runs
+        on one connection, its schema mapped in turn, tenants in one order (no lock cycles).
+        None when some attempt had lost its lease: everything was rolled back, nothing recorded,
+        and the caller records tenant by tenant (`finish_many`, which tells held from fenced).
+        Any other failure rolls back too and raises.
+        """
+        by_tenant: dict[str, list[int]] = {}
+        for i, (claim, *_) in enumerate(items):
+            by_tenant.setdefault(claim.tenant, []).append(i)
+        applied: list[bool] = [False] * len(items)
+        try:
+            with self.db.engine.connect() as conn, conn.begin():
+                for slug, where in sorted(by_tenant.items()):
+                    with _tenant_session(conn, slug) as s:
+                        for i, ok in zip(where, self._finish_batch(s, [items[i] for i in where], optimistic=True)):
+                            applied[i] = ok
+        except _Fenced:
+            return None
+        return applied
+
+    def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,
+                     tenant_exists: Any = None) -> CrossBatch:
+        """Claim up to `limit` due occurrences of any tenants, fairly between them, in one transaction.
+
+        Each tenant's part runs straight in the transaction (a savepoint each cost two round
+        trips per tenant, as much as its claim's reads); should any part fail, all of it is
+        rolled back and the pass is made again with a savepoint per tenant, so that a broken
+        tenant costs only its own rows. `tenant_exists(slug)`: asked only about a tenant whose
+        part failed, so that the index rows of a tenant that is gone are dropped rather than
+        retried forever.
+        """
+        try:
+            return self._claim_pass(now, limit, share, None)
+        except Exception:
+            log.warning("scheduler.claim_retried", extra={"event": "scheduler.claim_retried"}, exc_info=True)
+        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True))
+
+    def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any) -> CrossBatch:
+        """One claim transaction; `tenant_exists` None: optimistic (any failure raises, all rolled back)."""
+        claims: list[Claim] = []
+        recorded: Counter[str] = Counter()
+        failed: list[str] = []
+        began = time.monotonic()
+        with self.db.engine.connect() as conn, conn.begin():
+            picked = conn.execute(_PICK, {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share),
+                                          "want": WANT_FACTOR * limit, "limit": limit,
+                                          "salt": secrets.token_hex(4)}).all()
+            by_tenant: dict[str, list[int]] = {}
+            for slug, oid in picked:
+                by_tenant.setdefault(slug, []).append(oid)
+            limits = quotas.quotas_of_many(conn, sorted(by_tenant)) if by_tenant else {}
+            for slug, ids in by_tenant.items():
+                # Leases count from this tenant's part, not from `now`: on a busy database a pass takes
+                # seconds, and leases counted from its start lapsed before the last tenants' runs began.
+                at = (now, now + timedelta(seconds=time.monotonic() - began))
+                if tenant_exists is None:
+                    batch = self._claim_tenant(conn, slug, ids, at, limits[slug])
+                else:
+                    batch = self._claim_tenant_apart(conn, slug, ids, at, limits[slug], tenant_exists)
+                    if batch is None:
+                        failed.append(slug)
+                        continue
+                claims.extend(batch.claims)
+                recorded.update(batch.recorded)
+            full = len(picked) >= limit
+            next_due = backlog = None
+            if not full:
+                next_due = conn.execute(_NEXT_DUE).scalar()
+                backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
+        return CrossBatch(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)
+
+    def _claim_tenant_apart(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
+                            limits: Any, tenant_exists: Any) -> Any:
+        """`_claim_tenant` in a savepoint: a failure costs only this tenant's rows (None, logged)."""
+        try:
+            with conn.begin_nested():
+                return self._claim_tenant(conn, slug, ids, at, limits)
+        except Exception:
+            log.exception("scheduler.claim_failed", extra={"event": "scheduler.claim_failed", "tenant": slug})
+            if not tenant_exists(slug):
+                conn.execute(_DROP_TENANT, {"b_slug": slug})
+            return None
+
+    def renew_across(self, claims: Sequence[Claim], now: datetime) -> set[tuple[str, int]]:
+        """`renew_leases` for the claims of many tenants in one transaction; (tenant, run id) of those not held.
+
+        Renewal is the one periodic write per tenant left (a run's lease lives with its occurrence,
+        in the tenant's schema): one transaction for all of them keeps its cost to a statement per
+        tenant with claims in flight, rather than a transaction each.
+        """
+        by_tenant: dict[str, list[Claim]] = {}
+        for c in claims:
+            if c.occurrence_id is not None:
+                by_tenant.setdefault(c.tenant, []).append(c)
+        lost: set[tuple[str, int]] = set()
+        with self.db.engine.connect() as conn, conn.begin():
+            for slug, mine in sorted(by_tenant.items()):
+                conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
+                rows = [dict(b_id=c.occurrence_id, b_token=c.lease_token,
+                             b_lease=policies.lease_until(now, c.timeout_ms, self.lease_margin_s))
+                        for c in sorted(mine, key=lambda c: c.occurrence_id or 0)]
+                if _RENEW.executemany(conn, rows) == len(rows):
+                    continue
+                current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in mine]}).all())
+                lost |= {(slug, c.run_id) for c in mine if current.get(c.occurrence_id) != c.lease_token}
+        return lost
+
+    def _claim_tenant(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
+                      limits: Any) -> Any:
+        """One tenant's part of the claim, its quotas read already (`limits`); `at`: (the pass's now, the leases' start)."""
+        now, lease_from = at
+        with _tenant_session(conn, slug) as s:
+            s.info["quotas"] = limits
+            rows = list(s.execute(_ROWS_LOCKED, {"b_ids": ids, "b_now": now}).all())
+            if len(rows) < len(ids):
+                self._drop_orphans(s, slug, ids, {r.id for r in rows})
+            return self._claim_rows(s, slug, rows, now, lease_from)
+
+    @staticmethod
+    def _drop_orphans(s: Session, slug: str, ids: list[int], read: set[int]) -> None:
+        """Index rows whose occurrence is gone (a trigger-less write, a restore): drop them.
+
+        An occurrence merely locked by another transaction still exists and keeps its row.
+        """
+        missing = [oid for oid in ids if oid not in read]
+        gone = set(missing) - set(s.execute(_EXISTING, {"b_ids": missing}).scalars())
+        if gone:
+            s.execute(_DROP_ENTRIES, {"b_slug": slug, "b_ids": sorted(gone)})
+            log.warning("scheduler.due_index_orphans", extra={"event": "scheduler.due_index_orphans",
+                                                              "tenant": slug, "rows": len(gone)})

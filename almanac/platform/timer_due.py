@@ -1,0 +1,252 @@
+"""The timer on PostgreSQL: one claim across every tenant per pass, from the shared due index.
+
+Same run slots, fair queue, lease renewal and recorder as `timer.Scheduler`; only
+finding and claiming work differs. The per-tenant timer keeps a wake time per
+tenant and claims tenant by tenant (each a transaction, the idle ones too); this
+one asks the store for up to its free room of due work of any tenant in one
+transaction (`SqlStore.claim_across`), fairly between tenants, and sleeps until
+the index's earliest due time, a wake-up (a NOTIFY, a finished run), or room
+coming back. It needs no tenant list and no tenant leases: every process claims
+from the same index, `FOR UPDATE SKIP LOCKED`, so a process that dies leaves its
+due work to the next pass of the others, and only its running attempts wait for
+their leases.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from almanac.platform.timer import Scheduler
+
+log = logging.getLogger("almanac.scheduler")
+
+# Claims held per run slot, at most. The per-tenant timer holds 16 (a claim there is a transaction
+# per tenant); a pass across tenants is one transaction whatever it takes, so holding fewer costs
+# little, and keeps leases short of the wait and the work spread over the processes.
+CLAIM_AHEAD = 4
+# Threads claiming at once in a process. A pass is mostly waiting on the database (a few statements
+# per tenant it claims for); a second claimer overlaps those waits, as the runs of a task queue's
+# several fetchers do. More add little on 2 cores and hold more connections.
+CLAIMERS = 2
+
+
+def cross_room(capacity: int, inflight: int, unrecorded: int) -> int:
+    """How many runs the process may claim now across tenants; 0: wait for room.
+
+    Claims and runs not yet ended stay within `capacity`, counting finished-but-unrecorded
+    ones up to twice it (the recorder lingers to batch); a pass claims only once the
+    unfinished work has drained to half, so that one transaction serves many runs.
+    """
+    unfinished = inflight - unrecorded
+    if unfinished > capacity // 2:
+        return 0
+    return max(0, min(capacity - unfinished, 2 * capacity - inflight))
+
+
+class CrossTenantScheduler(Scheduler):
+    """`Scheduler` whose passes claim across tenants (`store.claim_across`); PostgreSQL only."""
+
+    def __init__(self, *args: Any, tenant_exists: Callable[[str], bool] | None = None,
+                 claim_ahead: int | None = None, claimers: int = CLAIMERS, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.claimers = max(1, claimers)
+        self._runner_ready = threading.Event()  # the other claimers wait for the runner, as the first does
+        self._more_claimers: list[threading.Thread] = []
+        self.tenant_exists = tenant_exists
+        self.claim_ahead = claim_ahead or CLAIM_AHEAD
+        self._woken = False
+        self._room_wanted = False  # a pass found no room: a run that ends wakes the loop
+        self._renewer: threading.Thread | None = None
+
+    def start(self) -> None:
+        """The timer, the recorder, and a thread of its own renewing leases.
+
+        Renewal does not wait for the loop: a pass across many tenants on a busy database may
+        take longer than a lease, and a claim waiting for its slot must not look dead meanwhile.
+        """
+        if self._thread is not None:
+            return
+        super().start()
+        self._renewer = threading.Thread(target=self._renew_loop, name="almanac-renew", daemon=True)
+        self._renewer.start()
+        self._more_claimers = [threading.Thread(target=self._claim_loop, name=f"almanac-timer-{n}", daemon=True)
+                               for n in range(1, self.claimers)]
+        for thread in self._more_claimers:
+            thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        with self._cond:  # no claimer may add claims once the drain below has begun
+            self._stopping = True
+            self._cond.notify_all()
+        self._runner_ready.set()
+        for thread in self._more_claimers:
+            thread.join(timeout)
+        self._more_claimers = []
+        super().stop(timeout)  # every claimed run ran and was recorded: nothing is left to renew
+        if self._renewer is not None:
+            with self._cond:
+                self._cond.notify_all()
+            self._renewer.join(timeout)
+            self._renewer = None
+
+    def _renew_loop(self) -> None:
+        every = self.renew_every.total_seconds()
+        while True:
+            with self._cond:
+                # The condition is notified at every run's end and every pass: waking on it renewed
+                # every held lease (a statement per tenant) many times a second under a burst.
+                due = time.monotonic() + every
+                while not self._done_renewing() and (left := due - time.monotonic()) > 0:
+                    self._cond.wait(left)
+                if self._done_renewing():
+                    return
+            try:
+                self.renew_leases()
+            except Exception:
+                log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed"})
+
+    def _done_renewing(self) -> bool:
+        """(Holding the condition.) Stopping, and nothing is left whose lease would need renewing."""
+        return self._stopping and not self._claims and self._recorder is None
+
+    @property
+    def capacity(self) -> int:
+        return self.claim_ahead * self.run_limit
+
+    def wake(self, tenant: str) -> None:
+        """Something changed (a schedule, a job, a finished run): look at the index now."""
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
+
+    def _wake_starved(self) -> None:
+        """(Holding the condition.) A pass that found no room is retried once room comes back."""
+        if self._room_wanted and cross_room(self.capacity, self._inflight, self._unrecorded) > 0:
+            self._room_wanted = False
+            self._woken = True
+            self._cond.notify_all()
+
+    def _record_done(self, done: list[Any]) -> None:
+        """Record the finished runs of every tenant in one transaction (`store.finish_across`).
+
+        Should an attempt have lost its lease, or the transaction fail, the runs are recorded
+        again the per-tenant way (`Scheduler._record_done`: fenced one by one, then each alone).
+        """
+        if not done:
+            return
+        try:
+            applied = self.store.finish_across([(d.claim, d.result, d.started, d.finished_at) for d in done])
+        except Exception:
+            log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(done)})
+            applied = None
+        if applied is None:
+            super()._record_done(done)
+            return
+        wake = False
+        try:
+            for d, ok in zip(done, applied):
+                wake = self._after_record(d, ok) or wake
+        finally:  # the slots come back whatever happened
+            self._release([d.claim for d in done])
+        if wake:
+            self._wake_soon("")  # one look at the whole index
+
+    def renew_leases(self, now: datetime | None = None) -> int:
+        """Extend every held claim's lease in one transaction across tenants; how many were lost.
+
+        As `Scheduler.renew_leases` (a claim lost before it started is dropped from the queue),
+        but without a transaction per tenant: with hundreds of tenants in flight those took
+        longer than the leases they renewed.
+        """
+        now = now or self.clock.now()
+        with self._cond:
+            claims = [c for c in self._claims.values() if c.occurrence_id is not None]
+        if not claims:
+            return 0
+        try:
+            gone = self.store.renew_across(claims, now)
+        except Exception:
+            log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed"})
+            return 0
+        by_tenant: dict[str, set[int]] = {}
+        with self._cond:  # a run recorded since the snapshot is not a lost one
+            for c in claims:
+                if (c.tenant, c.run_id) in gone and (c.tenant, c.run_id) in self._claims:
+                    by_tenant.setdefault(c.tenant, set()).add(c.run_id)
+        for tenant, lost in by_tenant.items():
+            with self._cond:
+                dropped = self._fair.remove(tenant, lost)
+                self._unfinished_by[tenant] -= len(dropped)
+            if dropped:
+                self._release(dropped, recorded=False)
+            log.warning("run.lease_lost", extra={"event": "run.lease_lost", "tenant": tenant, "runs": len(lost)})
+        return sum(len(v) for v in by_tenant.values())
+
+    def _loop(self) -> None:
+        self._prepare_runner()
+        self._runner_ready.set()
+        self._claim_loop()
+
+    def _claim_loop(self) -> None:
+        self._runner_ready.wait()
+        while True:
+            with self._cond:
+                if self._stopping:
+                    return
+                self._woken = False
+            now = self.clock.now()
+            again = self._pass_safely(now)
+            with self._cond:
+                if self._stopping:
+                    return
+                if self._woken:
+                    continue
+                delay = (min(again, now + self.idle) - self.clock.now()).total_seconds()
+                if delay > 0:
+                    self._cond.wait(delay)
+
+    def _pass_safely(self, now: datetime) -> datetime:
+        try:
+            return self._pass(now)
+        except Exception:
+            log.exception("scheduler.claim_failed", extra={"event": "scheduler.claim_failed"})
+            return now + timedelta(seconds=1)
+
+    def _pass(self, now: datetime) -> datetime:
+        """Claim what is due across tenants, within the free room; return when to look again."""
+        with self._cond:
+            # Each claimer takes its part of the room, so that the others have some to claim at once.
+            free = min(cross_room(self.capacity, self._inflight, self._unrecorded),
+                       -(-self.capacity // self.claimers))
+            if free <= 0:
+                self._room_wanted = True
+                return now + self.idle
+            self._inflight += free  # reserved while the claim runs
+        try:
+            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists)
+        finally:
+            with self._cond:
+                self._inflight -= free
+        self._count_records(batch.recorded)
+        by_tenant: dict[str, list[Any]] = {}
+        for claim in batch.claims:
+            by_tenant.setdefault(claim.tenant, []).append(claim)
+        with self._cond:
+            self._inflight += len(batch.claims)
+            for tenant, claims in by_tenant.items():
+                self._unfinished_by[tenant] += len(claims)
+                self._held_by[tenant] += len(claims)
+                self._fair.add(tenant, claims)
+            self._claims.update(((c.tenant, c.run_id), c) for c in batch.claims)
+        self._start_queued()
+        if batch.full:
+            return now
+        if batch.backlog is not None and batch.backlog != self._backlogs:
+            self._backlogs = dict(batch.backlog)
+            self.metrics.set_backlog(self._backlogs)
+        return min(batch.next_due_at, now + self.idle) if batch.next_due_at is not None else now + self.idle
