@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from almanac.platform import batch, service
 from almanac.platform.bulk import CopyRows
+from almanac.platform.coordination_models import DueEntry
 from almanac.platform.models import Occurrence, Schedule
 from almanac.web.api.schemas_scheduler import ScheduleIn, ScheduleOut
 from tests.integration.platform.test_batch_api import _count, _script
@@ -117,3 +118,19 @@ def test_copy_rows_apply_the_columns_bind_processors(services: Any, make_tenant:
         assert stored[0].scheduled_for.tzinfo is timezone.utc
         with pytest.raises(ValueError, match="naive"):
             copy.write(s.connection(), [(at.replace(tzinfo=None), at, 0, "schedule", "planned", 0, at, 3)])
+
+
+def test_the_due_index_mirrors_a_batch_s_occurrences(services: Any, make_tenant: Any) -> None:
+    """On PostgreSQL the due index is kept by a row trigger on occurrences: COPY fires it as INSERT does."""
+    if services.db.engine.dialect.name != "postgresql":
+        pytest.skip("the due index is PostgreSQL's")
+    tenant = make_tenant()
+    sid = _script(services, tenant)
+    with services.db.tenant_session(tenant) as s:
+        batch.create_schedules(s, services.store.rules, _items(sid), now=services.clock.now(), min_interval_s=60)
+    with services.db.tenant_session(tenant) as s:
+        planned = {(o.id, o.due_at) for o in s.execute(select(Occurrence)).scalars()}
+    with services.db.shared_session() as s:
+        indexed = {(row.occurrence_id, row.due_at) for row in s.execute(
+            select(DueEntry).where(DueEntry.tenant_slug == tenant)).scalars()}
+    assert indexed == planned and len(planned) == 5
