@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from almanac.platform.clock import Clock, SystemClock
 from almanac.platform.notify import Listener, Notifier, notify_in
 from almanac.platform.runner import broken
 from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer import Scheduler
+from almanac.platform.timer import IDLE_S, Scheduler
 from almanac.platform.timer_due import CrossTenantScheduler
 from almanac.platform.timer_leases import TenantLeases
 from almanac.retention import Pruner
@@ -38,6 +39,11 @@ from almanac.sandbox.contract import RunRequest, RunResult
 from almanac.settings import Settings
 
 log = logging.getLogger("almanac.worker")
+
+
+# Work due further ahead than this needs no NOTIFY (see `Services.wake_at_commit`): twice a timer's
+# longest sleep, for clocks of different machines that disagree a little.
+NOTIFY_HORIZON = timedelta(seconds=2 * IDLE_S)
 
 
 @dataclass
@@ -58,11 +64,17 @@ class Services:
         if notifier is not None:
             notifier.notify(slug)  # PostgreSQL: the owner of the tenant's timer looks at it now
 
-    def wake_at_commit(self, session: Any, background: Any, slug: str) -> None:
+    def wake_at_commit(self, session: Any, background: Any, slug: str, due_at: datetime | None = None) -> None:
         """`wake`, for a request whose unit of work is `session`: every process's wake-up is sent in
         that transaction (PostgreSQL NOTIFY, delivered at the commit), this process's timer is woken
-        by `background` (FastAPI's BackgroundTasks, after the commit)."""
-        if self.extras.get("notifier") is not None:
+        by `background` (FastAPI's BackgroundTasks, after the commit).
+
+        `due_at`: when the earliest work the request planned falls due, if known. Work due later than
+        `NOTIFY_HORIZON` needs no NOTIFY: every timer looks at the due index at least every `IDLE_S`
+        and then sleeps only until the earliest due time it saw (a "remind in 3 days" job sent one
+        NOTIFY a PUT, a statement of its own, for nothing)."""
+        if self.extras.get("notifier") is not None and (
+                due_at is None or due_at <= self.clock.now() + NOTIFY_HORIZON):
             notify_in(session, slug)
         if self.scheduler is not None:
             background.add_task(self.scheduler.wake, slug)

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.engine import make_url
 
 from almanac.db import Database
@@ -67,7 +67,10 @@ def notify_in(session: Any, slug: str) -> None:
     """A wake-up sent by the caller's own transaction: PostgreSQL delivers it at the commit (and drops
     it on a rollback). One statement, where `Notifier.notify` takes a connection and a transaction."""
     if is_postgres(session.get_bind()):
-        session.execute(select(func.pg_notify(CHANNEL, slug)))
+        session.connection().execute(_NOTIFY, {"slug": slug})  # one statement built once (issue 19's PUT)
+
+
+_NOTIFY = select(func.pg_notify(CHANNEL, bindparam("slug")))
 
 
 class Listener:

@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import func, select
+from sqlalchemy import Table, bindparam, case, func, insert, literal, or_, select, true, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from almanac.errors import Conflict, NotFound, ScriptSyntaxError, ValidationError
 from almanac.platform import planning, quotas, recurrence
 from almanac.platform.models import (
-    JOB_PENDING, KV, PAUSE_NOTE_MAX, PLANNED, QUEUED, RUNNING, Job, Occurrence, Run, Schedule, Script, ScriptVersion,
+    JOB_CANCELLED, JOB_PENDING, KV, PAUSE_NOTE_MAX, PLANNED, QUEUED, RUNNING, Job, Occurrence, Run, Schedule, Script, ScriptVersion,
 )
 
 RULE_FIELDS = ("rule", "timezone", "start")
 PLAN_FIELDS = ("enabled", "priority")
 POLICY_FIELDS = ("misfire", "catchup_window_s", "overlap", "expire_after_s", "max_attempts", "retry_backoff_s")
 MAX_PAGE = 200
+# A job's own fields, as PUT takes them (batch.JOB_FIELDS is the same list).
+JOB_FIELDS = ("script_id", "run_at", "payload", "expire_after_s", "max_attempts", "priority")
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # one encoder, not one a call
@@ -231,24 +234,87 @@ def list_schedules(s: Session) -> list[Schedule]:
 # -- jobs ---------------------------------------------------------------------------------
 
 
-def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tuple[Job, bool]:
-    # Locked now, once: upsert_job takes the row as it is (one lookup a PUT, not two).
-    existing = s.execute(select(Job).where(Job.key == key).with_for_update()).scalar_one_or_none()
-    needs_room = existing is None or existing.state != JOB_PENDING  # a new pending job (replacing one is free)
-    script = select(Script.id).where(Script.id == fields["script_id"]).scalar_subquery()
-    # The script and the quota in one statement.
-    found, *room = s.execute(select(script, *quotas.pending_jobs_columns(s)) if needs_room else select(script)).one()
-    if found is None:
+@dataclass(frozen=True)
+class PutJob:
+    """A job as `put_job` left it: the row's fields (what the API answers), without an ORM instance."""
+
+    id: int
+    key: str
+    script_id: int
+    run_at: datetime
+    payload: str  # JSON text, as stored
+    expire_after_s: int | None
+    max_attempts: int
+    priority: int
+    state: str
+    root_key: str
+    depth: int
+    created_by_run_id: int | None
+    created_at: datetime
+    updated_at: datetime
+
+
+# The single PUT's statements (issue 19), built once: SQLAlchemy Core caches their compilation by
+# statement, so a PUT pays no ORM unit of work and no statement construction.
+_J = cast(Table, Job.__table__)
+# One round trip for what a PUT reads first: the job (locked; only what a replacement keeps or compares,
+# every other field is the request's), whether its script exists, and, when the PUT adds a pending job
+# (a new key, or one not pending), the pending jobs and the tenant's override of their quota (as
+# quotas.pending_jobs_columns counts them; replacing a pending job is free, so it counts nothing).
+_LOCKED = (select(_J.c.id, _J.c.state, _J.c.run_at, _J.c.created_at).where(_J.c.key == bindparam("key"))
+           .with_for_update().subquery("job"))
+_ADDS_PENDING = or_(_LOCKED.c.state.is_(None), _LOCKED.c.state != JOB_PENDING)
+_FIRST_READ = select(
+    _LOCKED.c.id, _LOCKED.c.state, _LOCKED.c.run_at, _LOCKED.c.created_at,
+    select(Script.id).where(Script.id == bindparam("script_id")).scalar_subquery().label("script"),
+    case((_ADDS_PENDING, select(func.count()).select_from(_J).where(_J.c.state == JOB_PENDING).scalar_subquery()),
+         else_=None).label("used"),
+    select(quotas.TenantQuota.pending_jobs).where(quotas.TenantQuota.tenant_slug == bindparam("tenant"))
+    .scalar_subquery().label("override"),
+).select_from(select(literal(1).label("one")).subquery("one").outerjoin(_LOCKED, true()))
+_INSERT_JOB = insert(_J).returning(_J.c.id)
+_UPDATE_JOB = update(_J).where(_J.c.id == bindparam("b_id"))
+
+
+def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tuple[PutJob, bool]:
+    """PUT /api/v1/jobs/{key} (SPEC section 8): create or replace; (the job, whether it is new).
+
+    A new key creates a pending job; for a known key every field is replaced and, if `run_at`
+    changed or the job was cancelled, the planned occurrence is replaced (the job is `done` if it
+    already ran at that time); otherwise the planned occurrence takes the new priority. Core
+    statements on the session's connection: one SELECT (the job locked, its script, the quota when it
+    adds a pending job), the row, its occurrence through `planning`."""
+    conn = s.connection()
+    first = conn.execute(_FIRST_READ, {"key": key, "script_id": fields["script_id"], "tenant": s.info["tenant"]}).one()
+    existing = first if first.id is not None else None
+    if first.script is None:
         raise NotFound(f"There is no script {fields['script_id']}.")
-    if needs_room:
-        quotas.check_pending_jobs_read(*room)
-    existed = existing is not None
-    values = dict(fields, payload=dumps(fields.get("payload")))
-    try:
-        job = planning.upsert_job(s, key, values, now=now, existing=existing)
-    except IntegrityError:
-        raise Conflict(f"The job {key!r} was created by another request at the same time; retry.") from None
-    return job, not existed
+    if existing is None or existing.state != JOB_PENDING:  # a new pending job (replacing one is free)
+        quotas.check_pending_jobs_read(first.used, first.override)
+    values: dict[str, Any] = {name: fields.get(name) for name in JOB_FIELDS}
+    values.update(payload=dumps(fields.get("payload")), root_key=key, depth=0, created_by_run_id=None, updated_at=now)
+    if existing is None:
+        values.update(key=key, state=JOB_PENDING, created_at=now)
+        try:
+            planned = _Planned(PutJob(id=conn.execute(_INSERT_JOB, values).scalar_one(), **values))
+        except IntegrityError:
+            raise Conflict(f"The job {key!r} was created by another request at the same time; retry.") from None
+        planning.plan_jobs(s, [planned], now, fresh=True)
+        return replace(planned.job, state=planned.state), True
+    planned = _Planned(PutJob(id=existing.id, key=key, state=existing.state, created_at=existing.created_at, **values))
+    if existing.run_at != values["run_at"] or existing.state == JOB_CANCELLED:
+        planning.plan_jobs(s, [planned], now)  # sets its state: done if it ran at that time already
+    else:
+        planning.reprioritise_jobs(s, [planned])
+    conn.execute(_UPDATE_JOB, {**values, "state": planned.state, "b_id": existing.id})
+    return replace(planned.job, state=planned.state), False
+
+
+class _Planned:
+    """What `planning.plan_jobs` reads (id, run_at, priority) and writes (state) of one job."""
+
+    def __init__(self, job: PutJob) -> None:
+        self.job, self.id, self.run_at, self.priority, self.state = job, job.id, job.run_at, job.priority, job.state
 
 
 def get_job(s: Session, key: str) -> Job:
@@ -267,9 +333,12 @@ def cancel_job(s: Session, key: str, now: datetime) -> Job:
 LOOK_UP = object()  # `next_run_at` not known by the caller: ask the database
 
 
-def job_next_run_at(s: Session, job: Job) -> datetime | None:
-    return s.execute(select(func.min(Occurrence.scheduled_for)).where(
-        Occurrence.job_id == job.id, Occurrence.status.in_((PLANNED, QUEUED, RUNNING)))).scalar()
+_NEXT_RUN = select(func.min(Occurrence.scheduled_for)).where(
+    Occurrence.job_id == bindparam("job_id"), Occurrence.status.in_((PLANNED, QUEUED, RUNNING)))
+
+
+def job_next_run_at(s: Session, job: Any) -> datetime | None:
+    return s.connection().execute(_NEXT_RUN, {"job_id": job.id}).scalar()
 
 
 # -- runs ---------------------------------------------------------------------------------

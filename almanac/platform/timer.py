@@ -50,11 +50,14 @@ def default_workers() -> int:
     return max(2, os.cpu_count() or 2)
 
 
+# The longest a timer sleeps without looking at its due work (unless a wake-up comes first).
+IDLE_S = 5.0
+
 class Scheduler(RecorderMixin):
     def __init__(
         self, store: Store, runner: Runner, clock: Clock, tenants: Callable[[], Iterable[str]], *,
         workers: int | None = None, metrics: SchedulerMetrics | None = None,
-        idle_s: float = 5.0, tenants_every_s: float = 5.0, record_linger_s: float = RECORD_LINGER_S,
+        idle_s: float = IDLE_S, tenants_every_s: float = 5.0, record_linger_s: float = RECORD_LINGER_S,
         tenant_max_share: float = 0.5, parallel: int | None = None, renew_every_s: float | None = None,
     ) -> None:
         self.store, self.runner, self.clock, self.tenants = store, runner, clock, tenants

@@ -39,13 +39,20 @@ class Actor:
 
 def record(session: Session, tenant_id: int, actor: Actor, action: str, *, target: str | None = None,
            changes: Any = None, redact: tuple[str, ...] = (), now: datetime) -> AuditEntry:
-    entry = AuditEntry(
+    entry = AuditEntry(**entry_values(tenant_id, actor, action, target=target, changes=changes, redact=redact,
+                                      now=now))
+    session.add(entry)
+    return entry
+
+
+def entry_values(tenant_id: int, actor: Actor, action: str, *, target: str | None = None, changes: Any = None,
+                 redact: tuple[str, ...] = (), now: datetime) -> dict[str, Any]:
+    """The columns of one entry (what `record` adds; a caller may insert them with Core instead)."""
+    return dict(
         tenant_id=tenant_id, at=now, actor_kind=actor.kind, actor=actor.name[:320], actor_id=actor.id,
         address=(actor.address or None) and actor.address[:64], action=action[:64],
         target=target[:300] if target else None, changes=dump_changes(changes, redact),
     )
-    session.add(entry)
-    return entry
 
 
 def dump_changes(changes: Any, redact: tuple[str, ...] = ()) -> str:

@@ -15,6 +15,7 @@ from almanac import __version__
 from almanac.settings import Settings, get_settings
 from almanac.web import docs, errors, openapi, ops
 from almanac.web.bodylimit import BodyLimit
+from almanac.web.fastput import FastPut
 from almanac.web.token_cache import TokenCache
 from almanac.worker import Services, build_services
 
@@ -56,6 +57,9 @@ def create_app(
             running.close()
 
     app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
+    # Added first, so it runs inside BodyLimit (bodies already limited): serves the common single PUT
+    # of a job without FastAPI's dependency solving and routing (issue 19); all else passes through.
+    app.add_middleware(FastPut)
     app.add_middleware(BodyLimit)  # 413 for bodies over 1 MiB, before they are read whole
     docs.install(app)  # /docs and /redoc from packaged assets: no CDN
     # Everything that serves a request reads its services here (dependencies, the session middleware,
@@ -63,6 +67,7 @@ def create_app(
     app.state.services = services
     app.state.settings = settings
     app.state.token_cache = TokenCache(settings.token_cache_s)
+    app.state.fast_put = True  # False sends every PUT of a job through FastAPI (tests compare the two)
     views = _views()
     errors.install(app, getattr(views, "page_error", None))
     app.include_router(ops.router)

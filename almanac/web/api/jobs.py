@@ -9,17 +9,17 @@ from fastapi.concurrency import run_in_threadpool
 
 from almanac import jsonsafe
 from almanac.platform import batch, service
-from almanac.platform.models import JOB_PENDING, Job
+from almanac.platform.models import JOB_PENDING
 from almanac.web.api.schemas_batch import JobBatchIn, JobBatchOut, JobBatchResult
 from almanac.web.api.schemas_scheduler import JobIn, JobOut
-from almanac.web.audit import audit, bind as bind_audit
+from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/jobs", tags=["jobs"], read="viewer", write="editor")
 Key = Path(min_length=1, max_length=200)
 
 
-def _out(session: TenantSession, job: Job, next_run_at: Any = service.LOOK_UP) -> JobOut:
+def _out(session: TenantSession, job: Any, next_run_at: Any = service.LOOK_UP) -> JobOut:
     if next_run_at is service.LOOK_UP:
         next_run_at = service.job_next_run_at(session, job)
     return JobOut(
@@ -38,25 +38,32 @@ def put_jobs(body: JobBatchIn, session: TenantSession, principal: CurrentPrincip
     counts = {name: sum(1 for o in outcomes if o.outcome == name) for name in (batch.CREATED, batch.REPLACED)}
     # One entry for the batch (the audit log caps an entry's size): how many, and which keys.
     audit(session, "job.batch", f"{len(items)} jobs", {**counts, "keys": [o.key for o in outcomes[:50]]})
-    services.wake_at_commit(session, background, principal.tenant_slug)
+    services.wake_at_commit(session, background, principal.tenant_slug,
+                            due_at=min((item["run_at"] for item in items), default=None))
     return JobBatchOut(items=[JobBatchResult(index=i, key=o.key, outcome=o.outcome, state=o.state)
                               for i, o in enumerate(outcomes)])
 
 
 @router.put("/{key}", responses={201: {"description": "Created", "model": JobOut}})
 async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, services: ServicesDep,
-                  background: BackgroundTasks, response: Response, key: str = Key) -> JobOut:
+                  response: Response, key: str = Key) -> JobOut:
     # Issue 19's hot path: the unit of work (what `TenantSession` would open and commit) runs in one
-    # worker thread, not three (the dependency's start and end, and the route, each took one).
+    # worker thread, not three (the dependency's start and end, and the route, each took one); this
+    # process's wake-up runs in that thread too, once the commit is done (not in another after the answer).
     def work() -> tuple[JobOut, bool]:
+        woken = BackgroundTasks()
         with services.db.tenant_session(principal.tenant_slug) as session:
-            bind_audit(session, request)
-            job, created = service.put_job(session, key, body.model_dump(), services.clock.now())
-            audit(session, "job.create" if created else "job.update", f"job {key}", body.model_dump())
-            services.wake_at_commit(session, background, principal.tenant_slug)
+            fields = body.model_dump()
+            job, created = service.put_job(session, key, fields, services.clock.now())
+            audit(session, "job.create" if created else "job.update", f"job {key}", fields, request=request,
+                  at_once=True)
+            services.wake_at_commit(session, woken, principal.tenant_slug, due_at=job.run_at)
             # A new pending job has one planned occurrence, at its run_at: no need to ask the database.
             fresh = job.run_at if created and job.state == JOB_PENDING else service.LOOK_UP
-            return _out(session, job, fresh), created
+            out = _out(session, job, fresh)
+        for task in woken.tasks:  # committed: wake this process's timer (a lock and a notify, not I/O)
+            task.func(*task.args, **task.kwargs)
+        return out, created
 
     out, created = await run_in_threadpool(work)
     response.status_code = 201 if created else 200

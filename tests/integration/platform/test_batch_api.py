@@ -8,8 +8,10 @@ quotas count the whole batch; another tenant's scripts are unknown ids.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, Iterator
 
+import pytest
 from sqlalchemy import event, func, select
 
 from almanac.platform import quotas
@@ -195,3 +197,20 @@ def test_a_single_put_of_a_new_job_is_six_statements_and_answers_its_next_run(ap
     assert len(seen) <= 5 + wake, seen
     again = editor.put("/api/v1/jobs/second", json=body)  # unchanged: next_run_at from the database
     assert again.status_code == 200 and again.json()["next_run_at"] == answer.json()["next_run_at"]
+
+
+def test_a_put_notifies_other_processes_only_of_work_due_within_a_timers_longest_sleep(
+        api: Any, services: Any) -> None:
+    """Every timer looks at the due index at least every IDLE_S and then sleeps only until the earliest
+    due time it saw: a job due in ten days needs no NOTIFY (a statement a PUT); one due now does."""
+    if services.db.engine.dialect.name != "postgresql":
+        pytest.skip("NOTIFY is PostgreSQL's (one process on SQLite: its timer is woken in-process)")
+    editor = api("editor")
+    sid = _script(services, editor.tenant)
+    with _statements(services) as seen:
+        assert editor.put("/api/v1/jobs/later", json={"script_id": sid, "run_at": RUN_AT}).status_code == 201
+    assert not [s for s in seen if "pg_notify" in s], seen
+    soon = (services.clock.now() + timedelta(seconds=3)).isoformat()
+    with _statements(services) as seen:
+        assert editor.put("/api/v1/jobs/soon", json={"script_id": sid, "run_at": soon}).status_code == 201
+    assert len([s for s in seen if "pg_notify" in s]) == 1, seen
