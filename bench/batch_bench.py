@@ -3,14 +3,16 @@
     .venv/bin/python bench/batch_bench.py                                   # quick: 2,000 PUTs, 20,000 batched jobs,
                                                                             #   20 tenants x 1,000 schedules
     .venv/bin/python bench/batch_bench.py --tenants 1000 --schedules 1000   # the issue's million schedules
-    options: --puts N --put-client httpx|http|both --batch-jobs N --clients C (schedule set-up)
+    options: --puts N --put-client httpx|http|both --batch-jobs N --clients C --servers S (schedule set-up)
              --pg-url postgresql+psycopg://...
 
 A real server (`almanac serve --no-scheduler`, one process, uvicorn) on a throwaway PostgreSQL
 (tests/support/pg.py; fsync off) unless --pg-url is given, and real HTTP clients with keep-alive
 (httpx; the single PUTs also with the standard library's http.client, `--put-client`): one client
 for the PUTs and the job batches (1,000 jobs a request), `--clients` clients for the schedule
-set-up (1,000 schedules a request, one tenant's batches per client at a time). Tenants and their
+set-up (1,000 schedules a request, one tenant's batches per client at a time; with `--servers S`,
+S server processes on one database, each client thread talking to one of them, as several
+`almanac serve` behind a proxy would: `almanac serve` itself is one process). Tenants and their
 script are made directly (not what is measured). Prints a table with the command and the load
 average before and after.
 """
@@ -25,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -145,20 +148,38 @@ def bench_job_batches(port: int, token: str, script_id: int, count: int) -> floa
         return count / (time.perf_counter() - t0)
 
 
-def fill_tenant(port: int, token: str, script_id: int, count: int) -> None:
-    with client(port, token) as c:
-        for start in range(0, count, BATCH):
-            schedules = [{"name": f"s{i}", "script_id": script_id, "rule": "@daily"}
-                         for i in range(start, min(count, start + BATCH))]
-            answer = c.post("/api/v1/schedules/batch", json={"schedules": schedules})
-            assert answer.status_code == 201, answer.text
+def fill_tenant(c: Any, token: str, script_id: int, count: int) -> None:
+    auth = {"Authorization": f"Bearer {token}"}
+    for start in range(0, count, BATCH):
+        schedules = [{"name": f"s{i}", "script_id": script_id, "rule": "@daily"}
+                     for i in range(start, min(count, start + BATCH))]
+        answer = c.post("/api/v1/schedules/batch", json={"schedules": schedules}, headers=auth)
+        assert answer.status_code == 201, answer.text
 
 
-def bench_schedules(port: int, tenants: dict[str, tuple[str, int]], per_tenant: int, clients: int) -> float:
+def bench_schedules(ports: list[int], tenants: dict[str, tuple[str, int]], per_tenant: int, clients: int) -> float:
+    """Seconds to fill every tenant; each client thread keeps one keep-alive connection for the tenants it
+    takes (an httpx.Client per tenant cost ~37 ms of the bench's CPU to build: its TLS context), to
+    one of the servers (`ports`, taken in turn by the client threads)."""
+    local = threading.local()
+    made: list[Any] = []
+    lock = threading.Lock()
+
+    def fill(item: tuple[str, tuple[str, int]]) -> None:
+        if not hasattr(local, "client"):
+            with lock:
+                local.client = client(ports[len(made) % len(ports)], "")
+                made.append(local.client)
+        fill_tenant(local.client, item[1][0], item[1][1], per_tenant)
+
     t0 = time.perf_counter()
-    with ThreadPoolExecutor(clients) as pool:
-        list(pool.map(lambda item: fill_tenant(port, item[1][0], item[1][1], per_tenant), tenants.items()))
-    return time.perf_counter() - t0
+    try:
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(fill, tenants.items()))
+        return time.perf_counter() - t0
+    finally:
+        for c in made:
+            c.close()
 
 
 def main() -> None:
@@ -168,6 +189,8 @@ def main() -> None:
     parser.add_argument("--tenants", type=int, default=20)
     parser.add_argument("--schedules", type=int, default=1000, help="per tenant (at most its quota, 10,000)")
     parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--servers", type=int, default=1, help="`almanac serve` processes for the schedule set-up "
+                        "(each client thread talks to one of them), as several behind a proxy would")
     parser.add_argument("--put-client", choices=("httpx", "http", "both"), default="both",
                         help="the single PUTs' client: httpx, http.client (lighter), or both (httpx first)")
     parser.add_argument("--pg-url")
@@ -179,6 +202,7 @@ def main() -> None:
     url = args.pg_url or pg.start()  # type: ignore[union-attr]
     var = Path(tempfile.mkdtemp(prefix="almanac-batch-bench-"))
     server = None
+    extra: list[subprocess.Popen[bytes]] = []
     try:
         t0 = time.monotonic()
         kinds = ("httpx", "http") if args.put_client == "both" else (args.put_client,)
@@ -192,7 +216,11 @@ def main() -> None:
         puts = {kind: bench_puts(port, token, script, args.puts, kind)
                 for kind, (token, script) in zip(kinds, tenants.values())}
         batched = bench_job_batches(port, first_token, first_script, args.batch_jobs)
-        setup = bench_schedules(port, tenants, args.schedules, args.clients)
+        ports = [port]
+        for _ in range(args.servers - 1):
+            ports.append(_free_port())
+            extra.append(start_server(url, var, ports[-1]))
+        setup = bench_schedules(ports, tenants, args.schedules, args.clients)
         total = len(tenants) * args.schedules
         print()
         print("command: " + " ".join([Path(sys.executable).name, *sys.argv]))
@@ -204,14 +232,15 @@ def main() -> None:
         for kind, rate in puts.items():
             print(f"| single `PUT /api/v1/jobs/{{key}}`, 1 {kind} client, keep-alive | {args.puts} | {rate:.0f} jobs/s |")
         print(f"| `POST /api/v1/jobs/batch` (1,000 a request), 1 client | {args.batch_jobs} | {batched:.0f} jobs/s |")
-        print(f"| `POST /api/v1/schedules/batch` set-up, {args.clients} clients | {total:,} schedules over "
+        servers = f", {args.servers} servers" if args.servers > 1 else ""
+        print(f"| `POST /api/v1/schedules/batch` set-up, {args.clients} clients{servers} | {total:,} schedules over "
               f"{len(tenants)} tenants | {setup:.1f} s ({total / setup:.0f}/s) |")
         print(f"| tenants (one admin account) + tokens + script, direct (not the API) | {len(tenants)} | "
               f"{tenant_setup:.1f} s ({tenant_setup / len(tenants) * 1000:.0f} ms a tenant) |")
     finally:
-        if server is not None:
-            server.terminate()
-            server.wait(30)
+        for proc in [*extra, *([server] if server is not None else [])]:
+            proc.terminate()
+            proc.wait(30)
         if pg is not None:
             pg.stop()
 

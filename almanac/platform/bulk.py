@@ -17,7 +17,8 @@ dialect's text; only the per-row work changes.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 _NO_VALUE = object()
@@ -109,3 +110,66 @@ class Bulk:
                 raise KeyError(f"no value for bind parameter(s) {missing} of {self.stmt}")
             params.append(tuple(values) if c.positional else dict(zip(names, values)))
         return conn.exec_driver_sql(sql, params).rowcount
+
+
+class CopyRows:
+    """New rows of one table written by one binary `COPY ... FROM STDIN` (PostgreSQL only).
+
+    For rows that nothing can clash with (new ids from the table's sequence, occurrences of
+    schedules created in the same transaction): COPY has no ON CONFLICT, and a clash would fail the
+    transaction. Per row it is a C routine of psycopg's; an executemany of 1,000 rows, even pipelined,
+    cost ~15 µs a row in Python and twice PostgreSQL's time (one INSERT executed per row). Row
+    triggers fire as for INSERT. Each row is a tuple in `columns`' order; the columns' bind
+    processors (UTCDateTime's check that a time is aware) run as for an INSERT.
+    """
+
+    def __init__(self, table: Any, columns: Sequence[str]) -> None:
+        self.table, self.columns = table, tuple(columns)
+        self._prepared: tuple[str, list[str], list[tuple[int, Any]]] | None = None
+
+    def _prepare(self, dialect: Any) -> tuple[str, list[str], list[tuple[int, Any]]]:
+        if self._prepared is None:
+            cols = [self.table.c[name] for name in self.columns]
+            # The server's own type names (VARCHAR(200) -> varchar): binary COPY sends each value in it.
+            types = [col.type.compile(dialect=dialect).split("(")[0].lower() for col in cols]
+            processors = [(i, p) for i, col in enumerate(cols)
+                          if (p := col.type.dialect_impl(dialect).bind_processor(dialect)) is not None]
+            names = ", ".join(dialect.identifier_preparer.quote(name) for name in self.columns)
+            self._prepared = (f"({names}) FROM STDIN (FORMAT BINARY)", types, processors)
+        return self._prepared
+
+    def write(self, conn: Any, rows: Iterable[Sequence[Any]]) -> None:
+        """COPY `rows` into the table in the connection's tenant schema (its `schema_translate_map`).
+
+        Each row is formatted and sent as it comes (a generator's rows are never all held at once:
+        fewer live objects, fewer of the garbage collector's passes); nothing is sent for no rows."""
+        rows = iter(rows)
+        first = next(rows, None)
+        if first is None:
+            return
+        dialect = conn.dialect
+        tail, types, processors = self._prepare(dialect)
+        translate = conn.get_execution_options().get("schema_translate_map") or {}
+        schema = translate.get(self.table.schema, self.table.schema)
+        quote = dialect.identifier_preparer
+        target = (quote.quote_schema(schema) + "." if schema else "") + quote.quote(self.table.name)
+        with conn.connection.cursor() as cursor, cursor.copy(f"COPY {target} {tail}") as copy:
+            copy.set_types(types)
+            write = copy.write_row
+            if not processors:
+                write(first)
+                for row in rows:
+                    write(row)
+                return
+            # Rows of a batch repeat a value (its one `now`): each processor converts it once.
+            last: list[tuple[Any, Any]] = [(_NO_VALUE, None)] * len(processors)
+            for row in chain((first,), rows):
+                values = list(row)
+                for k, (i, processor) in enumerate(processors):
+                    value = values[i]
+                    seen, converted = last[k]
+                    if value is not seen:
+                        converted = processor(value)
+                        last[k] = (value, converted)
+                    values[i] = converted
+                write(values)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
 
-from fastapi import BackgroundTasks, Query
+from fastapi import BackgroundTasks, Query, Response
+from pydantic import TypeAdapter
 
 from almanac import jsonsafe
 from almanac.platform import batch, recurrence, service
@@ -13,6 +15,9 @@ from almanac.web.api.schemas_scheduler import NextOut, ScheduleIn, ScheduleOut, 
 from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
+_UNREAD: Any = object()  # `_fields` reads the stored payload itself
+_ANSWER = TypeAdapter(dict[str, list[dict[str, Any]]])  # a batch's answer: ScheduleBatchOut's JSON
+
 router = api_router(prefix="/schedules", tags=["schedules"], read="viewer", write="editor")
 
 
@@ -21,13 +26,18 @@ def _describe(sch: Schedule) -> str:
 
 
 def _out(sch: Schedule, description: str | None = None) -> ScheduleOut:
-    return ScheduleOut(
+    return ScheduleOut(**_fields(sch, description if description is not None else _describe(sch)))
+
+
+def _fields(sch: Schedule, description: str, payload: Any = _UNREAD) -> dict[str, Any]:
+    """A schedule's answer (`ScheduleOut`) as a dict; `payload` if the caller has read the stored one."""
+    return dict(
         id=sch.id, name=sch.name, script_id=sch.script_id, rule=sch.rule_text, input_kind=sch.input_kind,
-        rrule=sch.rrule, description=description if description is not None else _describe(sch),
-        timezone=sch.timezone, payload=jsonsafe.loads_stored(sch.payload), enabled=sch.enabled, misfire=sch.misfire,
-        catchup_window_s=sch.catchup_window_s, overlap=sch.overlap, expire_after_s=sch.expire_after_s,
-        max_attempts=sch.max_attempts, retry_backoff_s=sch.retry_backoff_s, priority=sch.priority,
-        pause_after_failures=sch.pause_after_failures, paused_reason=sch.paused_reason,
+        rrule=sch.rrule, description=description, timezone=sch.timezone,
+        payload=jsonsafe.loads_stored(sch.payload) if payload is _UNREAD else payload, enabled=sch.enabled,
+        misfire=sch.misfire, catchup_window_s=sch.catchup_window_s, overlap=sch.overlap,
+        expire_after_s=sch.expire_after_s, max_attempts=sch.max_attempts, retry_backoff_s=sch.retry_backoff_s,
+        priority=sch.priority, pause_after_failures=sch.pause_after_failures, paused_reason=sch.paused_reason,
         next_run_at=sch.next_run_at, created_at=sch.created_at, updated_at=sch.updated_at,
     )
 
@@ -54,22 +64,28 @@ def create_schedule(body: ScheduleIn, session: TenantSession, principal: Current
     return _changed(session, sch, principal, services, background)
 
 
-@router.post("/batch", status_code=201)
+@router.post("/batch", status_code=201, response_model=ScheduleBatchOut)
 def create_schedules(body: ScheduleBatchIn, session: TenantSession, principal: CurrentPrincipal,
-                     services: ServicesDep, background: BackgroundTasks) -> ScheduleBatchOut:
-    created = batch.create_schedules(session, services.store.rules, [item.model_dump() for item in body.schedules],
-                                     now=services.clock.now(), min_interval_s=principal.min_interval_seconds)
+                     services: ServicesDep, background: BackgroundTasks) -> Response:
+    items = body.model_dump()["schedules"]  # one call into pydantic's core, not one per item
+    created = batch.create_schedules(session, services.store.rules, items, now=services.clock.now(),
+                                     min_interval_s=principal.min_interval_seconds)
     audit(session, "schedule.batch_create", f"{len(created)} schedules",
           {"ids": [created[0].id, created[-1].id] if created else [], "count": len(created)})
     services.wake_at_commit(session, background, principal.tenant_slug)
-    described: dict[str, str] = {}  # a batch often repeats one rule: describe it once
-
-    def description(sch: Schedule) -> str:
+    # A batch often repeats one rule and one payload: describe and read each once. The answer is our
+    # own rows: encoded as they are (`_fields` keeps ScheduleOut's order; a test compares the items
+    # with GET's answers), for validating 1,000 ScheduleOut first cost twice the encoding.
+    described: dict[str, str] = {}
+    payloads: dict[str, Any] = {}
+    answer = []
+    for sch in created:
         if sch.rrule not in described:
             described[sch.rrule] = _describe(sch)
-        return described[sch.rrule]
-
-    return ScheduleBatchOut(items=[_out(sch, description(sch)) for sch in created])
+        if sch.payload not in payloads:
+            payloads[sch.payload] = jsonsafe.loads_stored(sch.payload)
+        answer.append(_fields(sch, described[sch.rrule], payloads[sch.payload]))
+    return Response(_ANSWER.dump_json({"items": answer}), status_code=201, media_type="application/json")
 
 
 @router.get("/{schedule_id}")
