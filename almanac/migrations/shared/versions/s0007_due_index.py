@@ -13,6 +13,8 @@ Revises: s0006_retention
 import sqlalchemy as sa
 from alembic import op
 
+from almanac.migrations.pg_names import shared_schema
+
 from almanac.db import UTCDateTime
 
 revision = "s0007_due_index"
@@ -54,14 +56,12 @@ def upgrade() -> None:
     op.create_index(op.f("ix_due_index_due_at"), "due_index", ["due_at"])
     bind = op.get_bind()
     if bind.dialect.name == "postgresql":
-        shared = bind.dialect.identifier_preparer.quote(bind.execute(sa.text("SELECT current_schema()")).scalar_one())
-        op.execute(FUNCTION.format(shared=shared))
+        op.execute(FUNCTION.format(shared=shared_schema()))
 
 
 def downgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name == "postgresql":
-        shared = bind.dialect.identifier_preparer.quote(bind.execute(sa.text("SELECT current_schema()")).scalar_one())
-        op.execute(f"DROP FUNCTION IF EXISTS {shared}.almanac_due_index() CASCADE")
+        op.execute(f"DROP FUNCTION IF EXISTS {shared_schema()}.almanac_due_index() CASCADE")
     op.drop_index(op.f("ix_due_index_due_at"), table_name="due_index")
     op.drop_table("due_index")

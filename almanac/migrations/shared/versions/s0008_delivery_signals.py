@@ -15,6 +15,8 @@ Revises: s0007_due_index
 import sqlalchemy as sa
 from alembic import op
 
+from almanac.migrations.pg_names import shared_schema
+
 from almanac.db import UTCDateTime
 
 revision = "s0008_delivery_signals"
@@ -41,9 +43,6 @@ $$
 """
 
 
-def _shared(bind: sa.engine.Connection) -> str:
-    return bind.dialect.identifier_preparer.quote(bind.execute(sa.text("SELECT current_schema()")).scalar_one())
-
 
 def upgrade() -> None:
     op.create_table(
@@ -56,12 +55,12 @@ def upgrade() -> None:
     op.create_index(op.f("ix_delivery_signals_at"), "delivery_signals", ["at"])
     bind = op.get_bind()
     if bind.dialect.name == "postgresql":
-        op.execute(FUNCTION.format(shared=_shared(bind)))
+        op.execute(FUNCTION.format(shared=shared_schema()))
 
 
 def downgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name == "postgresql":
-        op.execute(f"DROP FUNCTION IF EXISTS {_shared(bind)}.almanac_delivery_signal() CASCADE")
+        op.execute(f"DROP FUNCTION IF EXISTS {shared_schema()}.almanac_delivery_signal() CASCADE")
     op.drop_index(op.f("ix_delivery_signals_at"), table_name="delivery_signals")
     op.drop_table("delivery_signals")

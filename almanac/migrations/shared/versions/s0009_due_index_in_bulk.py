@@ -10,8 +10,9 @@ Revision ID: s0009_due_index_in_bulk
 Revises: s0008_delivery_signals
 """
 
-import sqlalchemy as sa
 from alembic import op
+
+from almanac.migrations.pg_names import shared_schema
 
 revision = "s0009_due_index_in_bulk"
 down_revision = "s0008_delivery_signals"
@@ -31,17 +32,14 @@ $$
 """
 
 
-def _shared(bind: sa.engine.Connection) -> str:
-    return bind.dialect.identifier_preparer.quote(bind.execute(sa.text("SELECT current_schema()")).scalar_one())
-
 
 def upgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name == "postgresql":
-        op.execute(FUNCTION.format(shared=_shared(bind)))
+        op.execute(FUNCTION.format(shared=shared_schema()))
 
 
 def downgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name == "postgresql":
-        op.execute(f"DROP FUNCTION IF EXISTS {_shared(bind)}.almanac_due_index_inserted() CASCADE")
+        op.execute(f"DROP FUNCTION IF EXISTS {shared_schema()}.almanac_due_index_inserted() CASCADE")

@@ -10,7 +10,9 @@ Revises: t0012_retention
 """
 
 import sqlalchemy as sa
-from alembic import context, op
+from alembic import op
+
+from almanac.migrations.pg_names import tenant_names
 
 revision = "t0014_due_index"
 down_revision = "t0012_retention"
@@ -18,19 +20,11 @@ branch_labels = None
 depends_on = None
 
 
-def _names() -> tuple[str, str, str]:
-    """(the tenant's schema, the shared schema, the tenant's slug), the schemas quoted."""
-    bind = op.get_bind()
-    quote = bind.dialect.identifier_preparer.quote
-    schema = context.config.attributes["schema"]
-    shared = bind.execute(sa.text("SELECT current_schema()")).scalar_one()
-    return quote(schema), quote(shared), schema[2:].replace("_", "-")
-
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    schema, shared, slug = _names()
+    schema, shared, slug = tenant_names()
     op.execute(f"CREATE TRIGGER due_index_write AFTER INSERT OR DELETE ON {schema}.occurrences "
                f"FOR EACH ROW EXECUTE FUNCTION {shared}.almanac_due_index()")
     op.execute(f"CREATE TRIGGER due_index_move AFTER UPDATE OF due_at, priority ON {schema}.occurrences "
@@ -45,7 +39,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    schema, shared, slug = _names()
+    schema, shared, slug = tenant_names()
     op.execute(f"DROP TRIGGER IF EXISTS due_index_move ON {schema}.occurrences")
     op.execute(f"DROP TRIGGER IF EXISTS due_index_write ON {schema}.occurrences")
     op.get_bind().execute(sa.text(f"DELETE FROM {shared}.due_index WHERE tenant_slug = :slug"), {"slug": slug})

@@ -13,25 +13,19 @@ Revises: t0014_due_index
 import sqlalchemy as sa
 from alembic import context, op
 
+from almanac.migrations.pg_names import tenant_names
+
 revision = "t0015_delivery_signals"
 down_revision = "t0014_due_index"
 branch_labels = None
 depends_on = None
 
 
-def _names() -> tuple[str, str, str]:
-    """(the tenant's schema, the shared schema, the tenant's slug), the schemas quoted."""
-    bind = op.get_bind()
-    quote = bind.dialect.identifier_preparer.quote
-    schema = context.config.attributes["schema"]
-    shared = bind.execute(sa.text("SELECT current_schema()")).scalar_one()
-    return quote(schema), quote(shared), schema[2:].replace("_", "-")
-
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    schema, shared, slug = _names()
+    schema, shared, slug = tenant_names()
     op.execute(f"CREATE TRIGGER delivery_signal_event AFTER INSERT ON {schema}.events "
                f"FOR EACH ROW EXECUTE FUNCTION {shared}.almanac_delivery_signal()")
     op.execute(f"CREATE TRIGGER delivery_signal_new AFTER INSERT ON {schema}.deliveries "
@@ -50,7 +44,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    schema, shared, slug = _names()
+    schema, shared, slug = tenant_names()
     for name, table in (("delivery_signal_moved", "deliveries"), ("delivery_signal_new", "deliveries"),
                         ("delivery_signal_event", "events")):
         op.execute(f"DROP TRIGGER IF EXISTS {name} ON {schema}.{table}")

@@ -8,8 +8,9 @@ Revision ID: t0016_due_index_in_bulk
 Revises: t0015_delivery_signals
 """
 
-import sqlalchemy as sa
-from alembic import context, op
+from alembic import op
+
+from almanac.migrations.pg_names import tenant_names
 
 revision = "t0016_due_index_in_bulk"
 down_revision = "t0015_delivery_signals"
@@ -17,18 +18,11 @@ branch_labels = None
 depends_on = None
 
 
-def _names() -> tuple[str, str]:
-    """(the tenant's schema, the shared schema), quoted."""
-    bind = op.get_bind()
-    quote = bind.dialect.identifier_preparer.quote
-    shared = bind.execute(sa.text("SELECT current_schema()")).scalar_one()
-    return quote(context.config.attributes["schema"]), quote(shared)
-
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    schema, shared = _names()
+    schema, shared, _ = tenant_names()
     op.execute(f"DROP TRIGGER IF EXISTS due_index_write ON {schema}.occurrences")
     op.execute(f"CREATE TRIGGER due_index_delete AFTER DELETE ON {schema}.occurrences "
                f"FOR EACH ROW EXECUTE FUNCTION {shared}.almanac_due_index()")
@@ -39,7 +33,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
-    schema, shared = _names()
+    schema, shared, _ = tenant_names()
     op.execute(f"DROP TRIGGER IF EXISTS due_index_insert ON {schema}.occurrences")
     op.execute(f"DROP TRIGGER IF EXISTS due_index_delete ON {schema}.occurrences")
     op.execute(f"CREATE TRIGGER due_index_write AFTER INSERT OR DELETE ON {schema}.occurrences "

@@ -1,0 +1,23 @@
+"""Names the PostgreSQL-only steps of migrations need (triggers and functions between schemas).
+
+Quoted for SQL, read from the running migration: the shared schema is the connection's
+`current_schema()` (the functions run with the caller's search_path, which on a tenant's
+connection need not find it), the tenant's schema is the one alembic's env was given.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import context, op
+
+
+def shared_schema() -> str:
+    """The shared schema's name, quoted."""
+    bind = op.get_bind()
+    return bind.dialect.identifier_preparer.quote(bind.execute(sa.text("SELECT current_schema()")).scalar_one())
+
+
+def tenant_names() -> tuple[str, str, str]:
+    """(the tenant's schema quoted, the shared schema quoted, the tenant's slug)."""
+    schema = context.config.attributes["schema"]
+    return op.get_bind().dialect.identifier_preparer.quote(schema), shared_schema(), schema[2:].replace("_", "-")
