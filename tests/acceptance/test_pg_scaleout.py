@@ -242,7 +242,10 @@ class Cluster:
                 os.killpg(proc.pid, signal.SIGTERM)
         for proc in self.workers:
             try:
-                proc.wait(timeout=20)
+                # 10 s, not 20: once in a few CI runs a worker of the NOTIFY test does not stop on SIGTERM
+                # (it waited here the whole 20 s; never reproduced by hand, where it stops in 1-5 s). No test
+                # here is about a clean stop; the hang is noted as open (README, Scale-out), not hidden.
+                proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
