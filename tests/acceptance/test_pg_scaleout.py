@@ -75,6 +75,19 @@ def _clone_tenants(settings: Settings, source: str, slugs: list[str]) -> None:
         db.dispose()
 
 
+def _script_and_jobs(s: Session, slug: str, source: str, times: list[datetime], timeout_ms: int,
+                     now: datetime) -> None:
+    """A script of `source`, and a job of it at each of `times` (`<slug>-<i>`), in the session's tenant."""
+    script = Script(name="s", current_version=1, timeout_ms=timeout_ms, memory_mb=32, created_at=now, updated_at=now)
+    s.add(script)
+    s.flush()
+    s.add(ScriptVersion(script_id=script.id, version=1, source=source, created_at=now))
+    for i, when in enumerate(times):
+        fields = dict(script_id=script.id, run_at=when, payload="null", expire_after_s=None, max_attempts=3,
+                      priority=0)
+        planning.upsert_job(s, f"{slug}-{i}", fields, now=now)
+
+
 class RestartablePg(PgServer):
     """The tests' PgServer, plus a restart on the same port and data (a crash, then recovery)."""
 
@@ -122,17 +135,8 @@ class Cluster:
         self.workers: list[subprocess.Popen] = []
 
     def add_jobs(self, slug: str, source: str, times: list[datetime], timeout_ms: int = 2000) -> None:
-        now = datetime.now(timezone.utc)
         with self.db.tenant_session(slug) as s:
-            script = Script(name="s", current_version=1, timeout_ms=timeout_ms, memory_mb=32, created_at=now,
-                            updated_at=now)
-            s.add(script)
-            s.flush()
-            s.add(ScriptVersion(script_id=script.id, version=1, source=source, created_at=now))
-            for i, when in enumerate(times):
-                fields = dict(script_id=script.id, run_at=when, payload="null", expire_after_s=None,
-                              max_attempts=3, priority=0)
-                planning.upsert_job(s, f"{slug}-{i}", fields, now=now)
+            _script_and_jobs(s, slug, source, times, timeout_ms, datetime.now(timezone.utc))
 
     def make_clones(self) -> None:
         """The tenants beyond the first (`clone_later`: while the workers start, say)."""
@@ -148,15 +152,7 @@ class Cluster:
                 tenant_conn = conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
                 with Session(bind=tenant_conn, join_transaction_mode="rollback_only") as s:
                     s.info["tenant"] = slug
-                    script = Script(name="s", current_version=1, timeout_ms=2000, memory_mb=32, created_at=now,
-                                    updated_at=now)
-                    s.add(script)
-                    s.flush()
-                    s.add(ScriptVersion(script_id=script.id, version=1, source=source, created_at=now))
-                    for i, when in enumerate(times):
-                        fields = dict(script_id=script.id, run_at=when, payload="null", expire_after_s=None,
-                                      max_attempts=3, priority=0)
-                        planning.upsert_job(s, f"{slug}-{i}", fields, now=now)
+                    _script_and_jobs(s, slug, source, times, 2000, now)
                     s.flush()
 
     def move_all_jobs(self, when: datetime) -> datetime:
