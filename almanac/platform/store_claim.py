@@ -142,7 +142,7 @@ class _Pending(NamedTuple):
 class _Batch:
     """The rows one claim transaction works on, loaded with one query per table."""
 
-    def __init__(self, store: ClaimMixin, s: Session, tenant: str, rows: list[Any]) -> None:
+    def __init__(self, store: ClaimMixin, s: Session, tenant: str, rows: list[Any], lease_from: datetime) -> None:
         sids = sorted({r.schedule_id for r in rows if r.schedule_id is not None})
         jids = sorted({r.job_id for r in rows if r.job_id is not None})
         self.schedules = {r.id: r for r in s.execute(_SCHEDULES, {"b_ids": sids})} if sids else {}
@@ -156,7 +156,7 @@ class _Batch:
         self.scripts = store._scripts(s, tenant, script_ids)
         self.pending: list[_Pending] = []
         self.leases: dict[int, datetime] = {}  # lease end by script timeout
-        self.lease_from: datetime | None = None  # when they start (`_claim_rows` sets it)
+        self.lease_from = lease_from  # when they start
         self.plans: list[tuple[Any, datetime]] = []  # (schedule, after): next occurrences to plan
         self.claims: list[Claim] = []
         self.recorded: dict[str, int] = {}
@@ -225,8 +225,7 @@ class ClaimMixin:
 
         `lease_from`: when the claimed leases start, if later than `now` (a long pass across tenants).
         """
-        batch = _Batch(self, s, tenant, rows)
-        batch.lease_from = lease_from or now
+        batch = _Batch(self, s, tenant, rows, lease_from or now)
         for row in rows:
             if row.status == RUNNING:
                 row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
@@ -378,8 +377,8 @@ class ClaimMixin:
         assert script is not None  # a deleted script is a problem, handled above
         lease = batch.leases.get(script.timeout_ms)
         if lease is None:  # one per timeout in a batch: the same value for every claim that shares it
-            start = batch.lease_from or now
-            lease = batch.leases[script.timeout_ms] = policies.lease_until(start, script.timeout_ms, self.lease_margin_s)
+            lease = batch.leases[script.timeout_ms] = policies.lease_until(batch.lease_from, script.timeout_ms,
+                                                                           self.lease_margin_s)
         batch.pending.append(_Pending(row, owner, script, policy, secrets.token_hex(16), lease))
         if row.schedule_id is not None:
             batch.running.setdefault(row.schedule_id, {})[row.id] = lease
