@@ -4,7 +4,8 @@ Overrides live in the shared schema (`tenant_quotas`, one row per tenant that ha
 column means the default). Use is counted in the tenant's own schema when it is needed:
 
 - kv: keys, and bytes as UTF-8 bytes of key + stored JSON value;
-- schedules; pending jobs (state `pending`);
+- schedules; pending jobs (state `pending`): on PostgreSQL the sum of `pending_job_counts`, kept by
+  a trigger on `jobs` (migration t0017), so that a PUT does not count a delay queue's jobs;
 - runs and run time today (UTC day): runs that started (every status but skipped/expired) and
   the sum of their `duration_ms`, the sandbox's measure of a run (our "CPU-seconds").
 
@@ -19,13 +20,17 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, time, timezone
 from typing import Any
 
-from sqlalchemy import Integer, LargeBinary, String, cast, func, select
+from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, String, Table, cast, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from almanac.db import SharedBase, UTCDateTime
+from almanac.db import TENANT_SCHEMA, SharedBase, UTCDateTime
 from almanac.errors import QuotaExceeded
 
 MIB = 1024 * 1024
+# PostgreSQL only (t0017): one row per statement that changed the number of pending jobs, folded now and then.
+# Not a model of TenantBase: SQLite tenants have no such table.
+PENDING_JOB_COUNTS = Table("pending_job_counts", MetaData(schema=TENANT_SCHEMA),
+                           Column("id", BigInteger, primary_key=True), Column("n", Integer, nullable=False))
 
 
 @dataclass(frozen=True)
@@ -163,29 +168,25 @@ def check_schedules(s: Session, quotas: Quotas, adding: int = 1) -> None:
                 quotas.schedules)
 
 
-def use_pending_jobs(s: Session) -> int:
+def pending_jobs_used(dialect: str) -> Any:
+    """The tenant's pending jobs as a scalar subquery: their kept count on PostgreSQL, a count on SQLite."""
+    if dialect == "postgresql":
+        return select(func.coalesce(func.sum(PENDING_JOB_COUNTS.c.n), 0)).scalar_subquery()
     from almanac.platform.models import JOB_PENDING, Job
 
-    return s.execute(select(func.count()).select_from(Job).where(Job.state == JOB_PENDING)).scalar_one()
+    return select(func.count()).select_from(Job).where(Job.state == JOB_PENDING).scalar_subquery()
+
+
+def use_pending_jobs(s: Session) -> int:
+    return int(s.execute(select(pending_jobs_used(s.get_bind().dialect.name))).scalar_one())
 
 
 def check_pending_jobs(s: Session, quotas: Quotas, adding: int = 1) -> None:
     ensure_room("pending jobs", use_pending_jobs(s), adding, quotas.pending_jobs)
 
 
-def pending_jobs_columns(s: Session) -> tuple[Any, Any]:
-    """The pending jobs of the tenant of a `Database.tenant_session` and its override of the quota,
-    as two scalar subqueries: a caller reads them in one statement with what else it needs (a single
-    PUT pays one round trip for its script and its quota, not three)."""
-    from almanac.platform.models import JOB_PENDING, Job
-
-    used = select(func.count()).select_from(Job).where(Job.state == JOB_PENDING).scalar_subquery()
-    override = select(TenantQuota.pending_jobs).where(TenantQuota.tenant_slug == s.info["tenant"]).scalar_subquery()
-    return used, override
-
-
 def check_pending_jobs_read(used: int, override: int | None, adding: int = 1) -> None:
-    """`check_pending_jobs` with what `pending_jobs_columns` read."""
+    """`check_pending_jobs` with what a caller read of `pending_jobs_used` and the tenant's override."""
     ensure_room("pending jobs", used, adding, DEFAULTS.pending_jobs if override is None else override)
 
 

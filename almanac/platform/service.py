@@ -11,6 +11,7 @@ import base64
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, case, func, insert, literal, or_, select, true, update
@@ -259,19 +260,24 @@ class PutJob:
 _J = cast(Table, Job.__table__)
 # One round trip for what a PUT reads first: the job (locked; only what a replacement keeps or compares,
 # every other field is the request's), whether its script exists, and, when the PUT adds a pending job
-# (a new key, or one not pending), the pending jobs and the tenant's override of their quota (as
-# quotas.pending_jobs_columns counts them; replacing a pending job is free, so it counts nothing).
+# (a new key, or one not pending), the pending jobs (`quotas.pending_jobs_used`) and the tenant's
+# override of their quota (replacing a pending job is free, so it reads nothing).
 _LOCKED = (select(_J.c.id, _J.c.state, _J.c.run_at, _J.c.created_at).where(_J.c.key == bindparam("key"))
            .with_for_update().subquery("job"))
 _ADDS_PENDING = or_(_LOCKED.c.state.is_(None), _LOCKED.c.state != JOB_PENDING)
-_FIRST_READ = select(
-    _LOCKED.c.id, _LOCKED.c.state, _LOCKED.c.run_at, _LOCKED.c.created_at,
-    select(Script.id).where(Script.id == bindparam("script_id")).scalar_subquery().label("script"),
-    case((_ADDS_PENDING, select(func.count()).select_from(_J).where(_J.c.state == JOB_PENDING).scalar_subquery()),
-         else_=None).label("used"),
-    select(quotas.TenantQuota.pending_jobs).where(quotas.TenantQuota.tenant_slug == bindparam("tenant"))
-    .scalar_subquery().label("override"),
-).select_from(select(literal(1).label("one")).subquery("one").outerjoin(_LOCKED, true()))
+
+
+@lru_cache(maxsize=None)
+def _first_read(dialect: str) -> Any:
+    return select(
+        _LOCKED.c.id, _LOCKED.c.state, _LOCKED.c.run_at, _LOCKED.c.created_at,
+        select(Script.id).where(Script.id == bindparam("script_id")).scalar_subquery().label("script"),
+        case((_ADDS_PENDING, quotas.pending_jobs_used(dialect)), else_=None).label("used"),
+        select(quotas.TenantQuota.pending_jobs).where(quotas.TenantQuota.tenant_slug == bindparam("tenant"))
+        .scalar_subquery().label("override"),
+    ).select_from(select(literal(1).label("one")).subquery("one").outerjoin(_LOCKED, true()))
+
+
 _INSERT_JOB = insert(_J).returning(_J.c.id)
 _UPDATE_JOB = update(_J).where(_J.c.id == bindparam("b_id"))
 
@@ -285,7 +291,7 @@ def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tupl
     statements on the session's connection: one SELECT (the job locked, its script, the quota when it
     adds a pending job), the row, its occurrence through `planning`."""
     conn = s.connection()
-    first = conn.execute(_FIRST_READ, {"key": key, "script_id": fields["script_id"], "tenant": s.info["tenant"]}).one()
+    first = conn.execute(_first_read(conn.dialect.name), {"key": key, "script_id": fields["script_id"], "tenant": s.info["tenant"]}).one()
     existing = first if first.id is not None else None
     if first.script is None:
         raise NotFound(f"There is no script {fields['script_id']}.")
