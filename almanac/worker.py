@@ -73,11 +73,15 @@ class Services:
         `NOTIFY_HORIZON` needs no NOTIFY: every timer looks at the due index at least every `IDLE_S`
         and then sleeps only until the earliest due time it saw (a "remind in 3 days" job sent one
         NOTIFY a PUT, a statement of its own, for nothing)."""
-        if self.extras.get("notifier") is not None and (
-                due_at is None or due_at <= self.clock.now() + NOTIFY_HORIZON):
+        if self.notify_needed(due_at):
             notify_in(session, slug)
         if self.scheduler is not None:
             background.add_task(self.scheduler.wake, slug)
+
+    def notify_needed(self, due_at: datetime | None) -> bool:
+        """Whether work due at `due_at` (None: not known) needs the other processes woken (see `wake_at_commit`)."""
+        return self.extras.get("notifier") is not None and (
+            due_at is None or due_at <= self.clock.now() + NOTIFY_HORIZON)
 
     def close(self) -> None:
         if self.scheduler is not None:

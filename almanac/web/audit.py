@@ -18,7 +18,8 @@ from almanac.tenants.auth import Principal
 from almanac.tenants.models import AuditEntry
 
 REQUEST_KEY = "almanac.request"
-_INSERT = insert(cast(Table, AuditEntry.__table__))  # built once (see `at_once`)
+TABLE = cast(Table, AuditEntry.__table__)
+_INSERT = insert(TABLE)  # built once (see `at_once`)
 
 
 def bind(session: Session, request: Request) -> Session:
@@ -35,17 +36,27 @@ def audit(session: Session, action: str, target: str | None = None, changes: Any
     request = request or session.info.get(REQUEST_KEY)
     if request is None:
         raise RuntimeError("audit() needs the request: pass request= or use a session from deps")
+    if at_once:
+        session.connection().execute(_INSERT, entry_row(request, action, target, changes, redact=redact))
+        return
+    principal = _principal(request)
+    core.record(session, principal.tenant_id, actor_of(request, principal), action, target=target,
+                changes=changes, redact=redact, now=request.app.state.services.clock.now())
+
+
+def entry_row(request: Request, action: str, target: str | None = None, changes: Any = None, *,
+              redact: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The columns of the request's entry (`TABLE`), for a caller that inserts it in a statement of its own."""
+    principal = _principal(request)
+    return core.entry_values(principal.tenant_id, actor_of(request, principal), action, target=target,
+                             changes=changes, redact=redact, now=request.app.state.services.clock.now())
+
+
+def _principal(request: Request) -> Principal:
     principal: Principal | None = getattr(request.state, "principal", None)
     if principal is None:
         raise RuntimeError("audit() outside a signed-in request")
-    now = request.app.state.services.clock.now()
-    if at_once:
-        session.connection().execute(_INSERT, core.entry_values(
-            principal.tenant_id, actor_of(request, principal), action, target=target, changes=changes,
-            redact=redact, now=now))
-        return
-    core.record(session, principal.tenant_id, actor_of(request, principal), action, target=target,
-                changes=changes, redact=redact, now=now)
+    return principal
 
 
 def actor_of(request: Request, principal: Principal) -> core.Actor:

@@ -50,6 +50,7 @@ def test_tenant_schema_matches_models(database: Database, make_tenant: Callable[
 
 
 def _is_foreign(diff: Any) -> bool:
-    """Ignore tables of the other tree and alembic's own version table."""
+    """Ignore tables of the other tree, alembic's own version table, and PostgreSQL's kept count of
+    pending jobs (t0017: a table of triggers, read through `quotas.PENDING_JOB_COUNTS`, no model)."""
     text = repr(diff)
-    return "alembic_version" in text
+    return "alembic_version" in text or "Table('pending_job_counts'" in text

@@ -8,18 +8,19 @@ from fastapi import BackgroundTasks, Path, Request, Response
 from fastapi.concurrency import run_in_threadpool
 
 from almanac import jsonsafe
-from almanac.platform import batch, service
+from almanac.platform import batch, job_create, service
 from almanac.platform.models import JOB_PENDING
 from almanac.web.api.schemas_batch import JobBatchIn, JobBatchOut, JobBatchResult
 from almanac.web.api.schemas_scheduler import JobIn, JobOut
-from almanac.web.audit import audit
+from almanac.web.audit import TABLE as AUDIT_TABLE
+from almanac.web.audit import audit, entry_row
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/jobs", tags=["jobs"], read="viewer", write="editor")
 Key = Path(min_length=1, max_length=200)
 
 
-def _out(session: TenantSession, job: Any, next_run_at: Any = service.LOOK_UP) -> JobOut:
+def _out(session: Any, job: Any, next_run_at: Any = service.LOOK_UP) -> JobOut:
     if next_run_at is service.LOOK_UP:
         next_run_at = service.job_next_run_at(session, job)
     return JobOut(
@@ -51,6 +52,10 @@ async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, se
     # worker thread, not three (the dependency's start and end, and the route, each took one); this
     # process's wake-up runs in that thread too, once the commit is done (not in another after the answer).
     def work() -> tuple[JobOut, bool]:
+        if not services.db.is_sqlite:  # a new key: one statement, not a transaction (platform/job_create.py)
+            made = _create_at_once(body, request, principal, services, key)
+            if made is not None:
+                return made, True
         woken = BackgroundTasks()
         with services.db.tenant_session(principal.tenant_slug) as session:
             fields = body.model_dump()
@@ -68,6 +73,20 @@ async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, se
     out, created = await run_in_threadpool(work)
     response.status_code = 201 if created else 200
     return out
+
+
+def _create_at_once(body: JobIn, request: Request, principal: Any, services: Any, key: str) -> JobOut | None:
+    """`put_job`'s answer for a key that is new, made by one statement; None to take the transaction."""
+    fields = body.model_dump()
+    entry = entry_row(request, "job.create", f"job {key}", fields)
+    stored = {**fields, "payload": service.dumps(fields.get("payload"))}
+    job = job_create.create_job(services.db, principal.tenant_slug, key, stored, services.clock.now(),
+                                companions=((AUDIT_TABLE, entry),), notify=services.notify_needed(body.run_at))
+    if job is None:
+        return None
+    if services.scheduler is not None:  # committed: this process's timer, as `wake_at_commit` wakes it
+        services.scheduler.wake(principal.tenant_slug)
+    return _out(None, job, job.run_at)
 
 
 @router.get("/{key}")

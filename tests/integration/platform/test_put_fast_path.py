@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from sqlalchemy import select, update
 
-from almanac.platform import quotas
+from almanac.platform import job_create, quotas
 from almanac.platform.models import Job, Occurrence
 from almanac.tenants import audit as audit_log, registry
 from almanac.web.fastput import FastPut
@@ -139,9 +140,11 @@ def test_what_the_fast_path_leaves_to_fastapi(api: Any, services: Any, monkeypat
         assert s.execute(select(Job.key)).scalars().all() == ["x"]
 
 
-def test_a_new_job_is_four_statements(api: Any, services: Any, monkeypatch: Any) -> None:
-    """One SELECT (job locked, script, quota), the job, its occurrence, the audit entry. No ORM flush,
-    no token lookup (cached), no next_run_at query, and (a job due in ten days) no NOTIFY."""
+def test_a_new_job_is_one_statement_on_postgresql_four_on_sqlite(api: Any, services: Any, monkeypatch: Any) -> None:
+    """PostgreSQL: one statement in autocommit makes the job, its occurrence and the audit entry
+    (`platform/job_create.py`; no BEGIN, no COMMIT). SQLite: one SELECT (job locked, script, quota),
+    the job, its occurrence, the audit entry. Neither: an ORM flush, a token lookup (cached), a
+    next_run_at query, or (a job due in ten days) a NOTIFY."""
     from tests.integration.platform.test_batch_api import _statements
 
     editor = api("editor")
@@ -152,4 +155,37 @@ def test_a_new_job_is_four_statements(api: Any, services: Any, monkeypatch: Any)
         assert editor.put("/api/v1/jobs/second", json=body).status_code == 201
     seen = [s for s in seen if not s.startswith("BEGIN")]  # SQLite's BEGIN IMMEDIATE
     assert served == [True]
-    assert len(seen) == 4, seen
+    if services.db.is_sqlite:
+        assert len(seen) == 4, seen
+    else:
+        assert len(seen) == 1 and seen[0].startswith("WITH"), seen
+        with _statements(services) as seen:  # a key that exists: the one statement, then the transaction
+            assert editor.put("/api/v1/jobs/second", json={**body, "priority": 3}).status_code == 200
+        assert seen[0].startswith("WITH") and len(seen) > 1, seen
+
+
+def test_one_statement_and_the_transaction_answer_and_store_the_same(api: Any, services: Any,
+                                                                    monkeypatch: Any) -> None:
+    """The scenario above, once with PostgreSQL's one-statement creation and once with every PUT
+    through `put_job`'s transaction: the same answers, rows and audit entries."""
+    if services.db.is_sqlite:
+        pytest.skip("SQLite always takes the transaction")
+    one, whole = api("editor"), api("editor")
+    one_sid, whole_sid = _script(services, one.tenant), _script(services, whole.tenant)
+    start = services.clock.now()
+    made: list[bool] = []
+    original = job_create.create_job
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        job = original(*args, **kwargs)
+        made.append(job is not None)
+        return job
+
+    monkeypatch.setattr(job_create, "create_job", spy)
+    one_answers = _scenario(one, services, one_sid)
+    assert made == [True, False, False, False, False, True, False, True, False, False, False]  # a, b, c made at once
+    services.clock.set(start)
+    monkeypatch.setattr(job_create, "create_job", lambda *args, **kwargs: None)
+    whole_answers = _scenario(whole, services, whole_sid)
+    assert one_answers == whole_answers
+    assert _rows(services, one.tenant) == _rows(services, whole.tenant)
