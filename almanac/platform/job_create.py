@@ -26,6 +26,7 @@ from typing import Any, cast
 
 from sqlalchemy import Boolean, Integer, Table, bindparam, case, exists, func, literal, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.exc import IntegrityError
 
 from almanac.db import Database
 from almanac.platform import planning, quotas
@@ -90,8 +91,12 @@ def create_job(db: Database, tenant: str, key: str, fields: dict[str, Any], now:
         shape.append((table, names))
         params.update({f"c{i}_{name}": row[name] for name in names})
     params.update(tenant=tenant, default_limit=quotas.DEFAULTS.pending_jobs, notify=notify)
-    with db.tenant_connection(tenant) as conn:
-        made = conn.execution_options(isolation_level="AUTOCOMMIT").execute(_statement(tuple(shape)), params).first()
+    try:
+        with db.tenant_connection(tenant) as conn:
+            made = conn.execution_options(isolation_level="AUTOCOMMIT").execute(
+                _statement(tuple(shape)), params).first()
+    except IntegrityError:  # a race the checks did not see (a row a companion refers to, gone): nothing written
+        return None
     if made is None:
         return None
     return PutJob(id=made.id, **values)

@@ -69,6 +69,9 @@ def test_what_it_leaves_to_the_transaction_writes_nothing(pg_world: World) -> No
                                  companions=(_entry(w),)) is None
     assert job_create.create_job(w.db, w.tenant, "new", _fields(script + 1, w), w.clock.now(),
                                  companions=(_entry(w),)) is None  # no such script
+    table, row = _entry(w)
+    assert job_create.create_job(w.db, w.tenant, "new", _fields(script, w), w.clock.now(),
+                                 companions=((table, {**row, "tenant_id": 10**6}),)) is None  # a row it cannot write
     with w.db.shared_session() as shared:
         quotas.set_quotas(shared, w.tenant, {"pending_jobs": 1}, w.clock.now())
     assert job_create.create_job(w.db, w.tenant, "new", _fields(script, w), w.clock.now(),
