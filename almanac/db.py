@@ -244,11 +244,16 @@ PING_IDLE_S = 1.0
 
 
 def _ping(dbapi_conn: Any) -> None:
+    """`SELECT 1` in autocommit, as SQLAlchemy's own ping does: the connection is handed out idle, not
+    inside a transaction the ping began (a caller that asks for AUTOCOMMIT could not have it then)."""
+    before = dbapi_conn.autocommit
+    dbapi_conn.autocommit = True
     cursor = dbapi_conn.cursor()
     try:
         cursor.execute("SELECT 1")
     finally:
         cursor.close()
+        dbapi_conn.autocommit = before
 
 
 def _install_idle_ping(engine: Engine) -> None:

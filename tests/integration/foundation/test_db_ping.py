@@ -57,3 +57,15 @@ def test_a_connection_the_database_dropped_while_idle_is_replaced_not_handed_out
         other.dispose()
     time.sleep(0.3)
     assert _backend(pg) != dropped  # pinged, found dead, replaced: the caller saw no error
+
+
+def test_a_pinged_connection_is_handed_out_idle_so_autocommit_can_be_asked_for(
+        pg: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ping once left its transaction open: a single PUT's autocommit statement then failed with
+    "can't change 'autocommit' now" whenever its connection had been idle (a 500, in CI)."""
+    monkeypatch.setattr(db_module, "PING_IDLE_S", 0.1)
+    _backend(pg)
+    time.sleep(0.3)
+    with pg.engine.connect() as conn:
+        fresh = conn.execution_options(isolation_level="AUTOCOMMIT")
+        assert fresh.execute(text("SELECT 1")).scalar_one() == 1
