@@ -137,6 +137,18 @@ def lease_until(now: datetime, timeout_ms: int, margin_s: float = LEASE_MARGIN_S
     return now + timedelta(milliseconds=timeout_ms) + timedelta(seconds=margin_s)
 
 
+def renewal_due(held_until: datetime, now: datetime, timeout_ms: int, margin_s: float, every: timedelta) -> bool:
+    """Whether a held lease is renewed at this round of renewals (rounds are `every` apart).
+
+    Not when renewing it now would move its end by less than one round: it was claimed or
+    renewed less than a round ago, and the next round renews it with at least the script's
+    timeout plus one round left (renewing at every round left a round more). Under a burst
+    most claims are recorded within a round of their claim, and renewing them only held their
+    rows in the renewal's transaction while the recorder waited to release them.
+    """
+    return held_until <= lease_until(now, timeout_ms, margin_s) - every
+
+
 def follow_up_problem(chain_size: int, run_at: datetime, now: datetime, made_in_run: int) -> str | None:
     """Why a script's `schedule.at` must be refused, or None if it may be planned.
 

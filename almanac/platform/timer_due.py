@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
+from almanac.platform import policies
 from almanac.platform.timer import Scheduler
 
 log = logging.getLogger("almanac.scheduler")
@@ -62,6 +63,8 @@ class CrossTenantScheduler(Scheduler):
         self._woken = False
         self._room_wanted = False  # a pass found no room: a run that ends wakes the loop
         self._renewer: threading.Thread | None = None
+        # Lease ends as last renewed, by (tenant, run id); a claim not in it holds its claimed one.
+        self._held_until: dict[tuple[str, int], datetime] = {}
 
     def start(self) -> None:
         """The timer, the recorder, and a thread of its own renewing leases.
@@ -157,15 +160,20 @@ class CrossTenantScheduler(Scheduler):
             self._wake_soon("")  # one look at the whole index
 
     def renew_leases(self, now: datetime | None = None) -> int:
-        """Extend every held claim's lease in one transaction across tenants; how many were lost.
+        """Extend the held claims' leases in one transaction across tenants; how many were lost.
 
         As `Scheduler.renew_leases` (a claim lost before it started is dropped from the queue),
         but without a transaction per tenant: with hundreds of tenants in flight those took
-        longer than the leases they renewed.
+        longer than the leases they renewed. Only the leases claimed or renewed a round ago or
+        more (`policies.renewal_due`): renewing a claim of the last moment holds its row in a
+        transaction across tenants while the recorder waits to release it.
         """
         now = now or self.clock.now()
+        margin = getattr(self.store, "lease_margin_s", policies.LEASE_MARGIN_S)
         with self._cond:
-            claims = [c for c in self._claims.values() if c.occurrence_id is not None]
+            self._held_until = {key: at for key, at in self._held_until.items() if key in self._claims}
+            claims = [c for key, c in self._claims.items() if c.occurrence_id is not None and policies.renewal_due(
+                self._held_until.get(key, c.lease_until), now, c.timeout_ms, margin, self.renew_every)]
         if not claims:
             return 0
         try:
@@ -174,10 +182,15 @@ class CrossTenantScheduler(Scheduler):
             log.exception("run.lease_renewal_failed", extra={"event": "run.lease_renewal_failed"})
             return 0
         by_tenant: dict[str, set[int]] = {}
-        with self._cond:  # a run recorded since the snapshot is not a lost one
+        with self._cond:  # a run recorded since the snapshot is neither renewed nor lost
             for c in claims:
-                if (c.tenant, c.run_id) in gone and (c.tenant, c.run_id) in self._claims:
+                key = (c.tenant, c.run_id)
+                if key not in self._claims:
+                    continue
+                if key in gone:
                     by_tenant.setdefault(c.tenant, set()).add(c.run_id)
+                else:
+                    self._held_until[key] = policies.lease_until(now, c.timeout_ms, margin)
         for tenant, lost in by_tenant.items():
             with self._cond:
                 dropped = self._fair.remove(tenant, lost)

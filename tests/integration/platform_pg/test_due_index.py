@@ -10,7 +10,7 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -416,7 +416,8 @@ def test_leases_are_renewed_every_renew_every_not_at_every_notification(
     timer = CrossTenantScheduler(Counting(database, EveryRules()), FunctionRunner(lambda *a: 1), SystemClock(),
                                  lambda: [], workers=2, renew_every_s=1.0)
     timer._claims[("x", 1)] = type("C", (), {"occurrence_id": 1, "tenant": "x", "run_id": 1, "lease_token": "t",
-                                             "timeout_ms": 1000})()  # one held claim: something to renew
+                                             "timeout_ms": 1000, "lease_until": datetime.now(timezone.utc),
+                                             })()  # one held claim, its lease near its end: something to renew
     timer.start()
     try:
         started = time.monotonic()
@@ -428,6 +429,39 @@ def test_leases_are_renewed_every_renew_every_not_at_every_notification(
         timer._claims.clear()
         timer.stop()
     assert 1 <= len(calls) <= 3, len(calls)
+
+
+def test_only_leases_claimed_or_renewed_a_round_ago_are_renewed(
+        database: Database, tenants: list[str], now: datetime) -> None:
+    """Before: every held lease was renewed at every round, the runs of the last moment too, each
+    row held in the renewal's transaction across tenants while the recorder waited to release it."""
+    from almanac.platform.clock import ManualClock
+    from almanac.platform.runner import FunctionRunner
+    from almanac.platform.timer_due import CrossTenantScheduler
+
+    renewed: list[int] = []
+
+    class Counting(SqlStore):
+        def renew_across(self, claims: Any, now: datetime) -> set[tuple[str, int]]:
+            renewed.append(len(claims))
+            return super().renew_across(claims, now)
+
+    store = Counting(database, EveryRules(), lease_margin_s=30)
+    timer = CrossTenantScheduler(store, FunctionRunner(lambda *a: 1), ManualClock(now), lambda: [], workers=2)
+    for slug in tenants[:2]:
+        _jobs(database, slug, _script(database, slug, now), now, 2)
+    claims = store.claim_across(now, 10).claims
+    timer._claims.update(((c.tenant, c.run_id), c) for c in claims)
+    # A lease counts from its tenant's part of the pass (a few ms after `now`): rounds a second later.
+    every, late = timer.renew_every, timedelta(seconds=1)
+    assert timer.renew_leases(now + every / 2) == 0 and renewed == []  # claimed less than a round ago
+    assert timer.renew_leases(now + every + late) == 0 and renewed == [4]
+    assert timer.renew_leases(now + every * 1.5 + late) == 0 and renewed == [4]  # renewed less than a round ago
+    assert timer.renew_leases(now + every * 2 + late) == 0 and renewed == [4, 4]
+    with database.tenant_session(tenants[0]) as s:
+        leases = {o.lease_until for o in s.execute(select(Occurrence)).scalars()}
+    assert leases == {now + every * 2 + late + timedelta(seconds=1 + 30)}
+    timer._claims.clear()
 
 
 def test_a_lease_starts_when_its_tenant_is_claimed_not_when_a_slow_pass_began(

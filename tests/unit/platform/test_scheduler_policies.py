@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from almanac.platform import policies
 from almanac.platform.clock import ManualClock
@@ -156,3 +158,25 @@ def test_policy_refuses_unknown_choices() -> None:
         Policy(misfire="sometimes")
     with pytest.raises(ValueError):
         Policy(overlap="maybe")
+
+
+def test_a_lease_claimed_within_the_last_round_is_left_for_the_next_round() -> None:
+    every, margin, timeout = timedelta(seconds=10), 30.0, 1000
+    claimed = policies.lease_until(T0, timeout, margin)
+    assert not policies.renewal_due(claimed, T0, timeout, margin, every)
+    assert not policies.renewal_due(claimed, T0 + every - timedelta(milliseconds=1), timeout, margin, every)
+    assert policies.renewal_due(claimed, T0 + every, timeout, margin, every)
+    assert policies.renewal_due(claimed, T0 + 5 * every, timeout, margin, every)  # late, or lapsed: renew (or learn it is lost)
+
+
+@given(held_ago_s=st.floats(min_value=0, max_value=120), timeout_ms=st.integers(min_value=1, max_value=900_000),
+       every_s=st.floats(min_value=0.1, max_value=60))
+def test_a_lease_left_for_the_next_round_still_has_its_timeout_and_a_round_then(
+        held_ago_s: float, timeout_ms: int, every_s: float) -> None:
+    """With rounds a third of the margin apart (the default), a skipped lease is renewed at the next
+    round with at least the script's timeout plus one round left."""
+    every = timedelta(seconds=every_s)
+    margin = 3 * every_s
+    held = policies.lease_until(T0 - timedelta(seconds=held_ago_s), timeout_ms, margin)
+    if not policies.renewal_due(held, T0, timeout_ms, margin, every):
+        assert held - (T0 + every) >= timedelta(milliseconds=timeout_ms) + every - timedelta(microseconds=1)
