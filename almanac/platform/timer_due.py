@@ -165,8 +165,8 @@ class CrossTenantScheduler(Scheduler):
         As `Scheduler.renew_leases` (a claim lost before it started is dropped from the queue),
         but without a transaction per tenant: with hundreds of tenants in flight those took
         longer than the leases they renewed. Only the leases claimed or renewed a round ago or
-        more (`policies.renewal_due`): renewing a claim of the last moment holds its row in a
-        transaction across tenants while the recorder waits to release it.
+        more (`policies.renewal_due`): a claim of the last moment is most often recorded before
+        the next round, and renewing it was a statement that waited on rows others held.
         """
         now = now or self.clock.now()
         margin = getattr(self.store, "lease_margin_s", policies.LEASE_MARGIN_S)
