@@ -133,10 +133,27 @@ def clone_template(args: Any) -> bool:
             conn.execute(f'CREATE DATABASE "{args.template}"')
             args.pg_url = f"{base}/{args.template}"
             return False
+        refuse_stale_template(base.replace("postgresql+psycopg", "postgresql"), args.template)
         name = f"bench_{uuid.uuid4().hex[:8]}"
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{args.template}"')
     args.pg_url = f"{base}/{name}"
     return True
+
+
+def refuse_stale_template(server: str, template: str) -> None:
+    """Stop if the template's planned occurrences fall due within the hour.
+
+    Its daily schedules were planned at least 11 hours ahead on the day it was made; a day later
+    they are all due, and a run on a clone would drain the million with the burst and report
+    that as the burst's lag and rate.
+    """
+    import psycopg
+
+    with psycopg.connect(f"{server}/{template}") as conn:  # closed before the clone: a template must be idle
+        soonest = conn.execute("SELECT min(due_at) FROM due_index").fetchone()[0]
+    if soonest is not None and soonest < datetime.now(timezone.utc) + timedelta(hours=1):
+        raise SystemExit(f"template {template}: its schedules fall due from {soonest:%Y-%m-%d %H:%M} UTC, within "
+                         "the hour, so a run would drain them with the burst; drop the database to make it again")
 
 
 def daily_rule() -> str:
@@ -358,7 +375,8 @@ def main() -> None:
                         help="lease margin of the workers (s): how long a killed process's claimed runs wait")
     parser.add_argument("--pg-url")
     parser.add_argument("--template", help="with --pg-url: keep the set-up as this database and clone it on later "
-                                           "runs of the same --tenants / --schedules (setting up 1,000 tenants takes minutes)")
+                                           "runs of the same --tenants / --schedules (setting up 1,000 tenants takes minutes); "
+                                           "refused once its daily schedules fall due within the hour (a day after it was made)")
     parser.add_argument("--warmup", type=float, default=6.0)
     parser.add_argument("--lead", type=float, default=4.0, help="the burst falls due this long after its move starts")
     parser.add_argument("--timeout", type=float, default=600.0)
