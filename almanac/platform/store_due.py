@@ -122,6 +122,12 @@ def fair_chunk(limit: int, share: float) -> int:
     return max(1, min(16, int(limit * share)))
 
 
+def pick_parameters(now: datetime, limit: int, share: float, salt: str) -> dict[str, Any]:
+    """`_PICK`'s parameters for a pass of up to `limit` rows; `salt` varies the round robin's tie order."""
+    return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
+            "limit": limit, "salt": salt}
+
+
 class DueMixin:
     """`claim_across`; mixed into `SqlStore` after `ClaimMixin` (whose `_claim_rows` it reuses)."""
 
@@ -183,9 +189,7 @@ class DueMixin:
         failed: list[str] = []
         began = time.monotonic()
         with self.db.engine.connect() as conn, conn.begin():
-            picked = conn.execute(_PICK, {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share),
-                                          "want": WANT_FACTOR * limit, "limit": limit,
-                                          "salt": secrets.token_hex(4)}).all()
+            picked = conn.execute(_PICK, pick_parameters(now, limit, share, secrets.token_hex(4))).all()
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:
                 by_tenant.setdefault(slug, []).append(oid)

@@ -509,7 +509,7 @@ def test_the_pick_looks_wanted_rows_up_by_key_even_when_the_index_statistics_lag
     with database.engine.begin() as conn:
         conn.execute(text("ANALYZE due_index"))  # nothing due yet
         conn.execute(text("UPDATE due_index SET due_at = :now"), {"now": now})  # the burst
-        plan = "\n".join(conn.execute(text("EXPLAIN " + store_due._PICK.text), {
-            "now": now, "scan": store_due.SCAN, "chunk": 16, "want": 160, "limit": 40, "salt": "ab"}).scalars())
+        plan = "\n".join(conn.execute(text("EXPLAIN " + store_due._PICK.text),
+                                       store_due.pick_parameters(now, 40, 0.5, "ab")).scalars())
     join = plan[plan.index("Nested Loop"):] if "Nested Loop" in plan else plan
     assert "pk_due_index" in join and "Join Filter" not in plan, plan

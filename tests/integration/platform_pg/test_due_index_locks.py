@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from almanac.db import Database
-from almanac.platform.store_due import _PICK
+from almanac.platform.store_due import _PICK, pick_parameters
 from almanac.platform.store_sql import SqlStore
 from almanac.sandbox.contract import RunResult
 from tests.integration.platform.scheduler_world import EveryRules
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.postgres
 def _pick_cursor(conn: object, now: datetime) -> None:
     """Open the pick as a cursor: its snapshot is taken now, its rows are locked when fetched."""
     conn.execute(text("DECLARE pick CURSOR FOR " + _PICK.text),  # type: ignore[attr-defined]
-                 {"now": now, "scan": 1000, "chunk": 10, "want": 400, "limit": 100, "salt": "s"})
+                 pick_parameters(now, 100, 0.5, "s"))
 
 
 def test_a_pick_that_predates_a_claim_does_not_hold_the_claimed_entries_and_the_release_does_not_wait(
