@@ -128,12 +128,13 @@ def clone_template(args: Any) -> bool:
     import psycopg
 
     base = args.pg_url.rsplit("/", 1)[0]
-    with psycopg.connect(base.replace("postgresql+psycopg", "postgresql") + "/postgres", autocommit=True) as conn:
+    server = base.replace("postgresql+psycopg", "postgresql")  # the same server, as psycopg names it
+    with psycopg.connect(server + "/postgres", autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.template,)).fetchone() is None:
             conn.execute(f'CREATE DATABASE "{args.template}"')
             args.pg_url = f"{base}/{args.template}"
             return False
-        refuse_stale_template(base.replace("postgresql+psycopg", "postgresql"), args.template)
+        refuse_stale_template(server, args.template)
         name = f"bench_{uuid.uuid4().hex[:8]}"
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{args.template}"')
     args.pg_url = f"{base}/{name}"
