@@ -46,6 +46,7 @@ from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
 from almanac.platform.store_claim import _DUE_COLUMNS
 from almanac.platform.store_record import _RENEW, _TOKENS, Finish, _Fenced
+from almanac.platform.store_record_across import is_plain, record_plain
 
 log = logging.getLogger("almanac.scheduler")
 
@@ -89,6 +90,23 @@ _EXISTING = select(O.c.id).where(O.c.id.in_(bindparam("b_ids", expanding=True)))
 _DROP_ENTRIES = delete(D).where(D.c.tenant_slug == bindparam("b_slug"),
                                 D.c.occurrence_id.in_(bindparam("b_ids", expanding=True)))
 _DROP_TENANT = delete(D).where(D.c.tenant_slug == bindparam("b_slug"))
+
+
+def _split_plain(items: Sequence[Finish]) -> tuple[list[tuple[str, list[int]]], list[tuple[str, list[int]]]]:
+    """The items' indexes by tenant (tenants sorted): (plain ones, the others); see `store_record_across`.
+
+    An occurrence met twice in the batch (a lapsed attempt and its retry) is never plain: the
+    per-tenant path fences it row by row.
+    """
+    met = Counter((c.tenant, c.occurrence_id) for c, *_ in items)
+    plain: dict[str, list[int]] = {}
+    rest: dict[str, list[int]] = {}
+    for i, (claim, result, _, _) in enumerate(items):
+        once = met[(claim.tenant, claim.occurrence_id)] == 1
+        # A succeeded run is never retried (`policies.retry_at`), so its retry is None.
+        side = plain if once and is_plain(claim, result, None) else rest
+        side.setdefault(claim.tenant, []).append(i)
+    return sorted(plain.items()), sorted(rest.items())
 
 
 @dataclass
@@ -135,6 +153,7 @@ class DueMixin:
     lease_margin_s: float
     # RecordMixin's, after this one in SqlStore's bases: annotated only, so that it is not shadowed.
     _finish_batch: Callable[..., list[bool]]
+    _finish_values: Callable[..., dict[str, Any]]
 
     def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
                     lease_from: datetime | None = None) -> Any:
@@ -145,19 +164,26 @@ class DueMixin:
 
         A burst spread over many tenants finishes a few runs per tenant at a time: a transaction
         per tenant (BEGIN, the fenced release, the runs' records, COMMIT) cost more round trips
-        than the records themselves. Here every tenant's part (`_finish_batch`, optimistic) runs
-        on one connection, its schema mapped in turn, tenants in one order (no lock cycles).
+        than the records themselves. Here the plain attempts (succeeded, no effects) of every
+        tenant are recorded by one statement per `TENANTS_PER_STATEMENT` tenants
+        (`store_record_across`), and the others tenant by tenant (`_finish_batch`, optimistic)
+        on the same connection, its schema mapped in turn, tenants in one order (no lock cycles).
         None when some attempt had lost its lease: everything was rolled back, nothing recorded,
         and the caller records tenant by tenant (`finish_many`, which tells held from fenced).
         Any other failure rolls back too and raises.
         """
-        by_tenant: dict[str, list[int]] = {}
-        for i, (claim, *_) in enumerate(items):
-            by_tenant.setdefault(claim.tenant, []).append(i)
+        plain, rest = _split_plain(items)
         applied: list[bool] = [False] * len(items)
         try:
             with self.db.engine.connect() as conn, conn.begin():
-                for slug, where in sorted(by_tenant.items()):
+                if plain:
+                    parts = [(slug, [items[i] for i in where]) for slug, where in plain]
+                    if not record_plain(conn, parts, lambda item: self._finish_values(*item, None)):
+                        raise _Fenced
+                    for _, where in plain:
+                        for i in where:
+                            applied[i] = True
+                for slug, where in rest:
                     with _tenant_session(conn, slug) as s:
                         for i, ok in zip(where, self._finish_batch(s, [items[i] for i in where], optimistic=True)):
                             applied[i] = ok
