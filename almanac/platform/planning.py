@@ -108,6 +108,17 @@ def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: dat
     Applied in order, so a schedule planned twice ends with the last one's next_run_at. Answers each
     plan's next time, in order.
     """
+    rows, nexts = next_occurrences(plans, now, rules)
+    conn = session.connection()
+    if rows:
+        _insert_ignore_many(conn.dialect.name).executemany(conn, rows)
+    _SET_NEXT_RUN.executemany(conn, nexts)
+    return [row["b_next"] for row in nexts]
+
+
+def next_occurrences(plans: list[tuple[Any, datetime]], now: datetime,
+                     rules: Rules) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """What `plan_next_many` writes: the occurrences' values and each schedule's next_run_at ("b_" keys)."""
     rows, nexts = [], []
     for schedule, after in plans:
         when = rules.next_after(schedule.rrule, schedule.input_kind, after)
@@ -116,11 +127,7 @@ def plan_next_many(session: Session, plans: list[tuple[Any, datetime]], now: dat
                                        schedule_id=schedule.id, schedule_version=schedule.version)
             rows.append({"b_" + name: value for name, value in values.items()})
         nexts.append({"b_id": schedule.id, "b_next": when})
-    conn = session.connection()
-    if rows:
-        _insert_ignore_many(conn.dialect.name).executemany(conn, rows)
-    _SET_NEXT_RUN.executemany(conn, nexts)
-    return [row["b_next"] for row in nexts]
+    return rows, nexts
 
 
 _SET_NEXT_RUN = Bulk(update(S).where(S.c.id == bindparam("b_id")).values(next_run_at=bindparam("b_next")))

@@ -173,6 +173,7 @@ class _Batch:
         self.claims: list[Claim] = []
         self.recorded: dict[str, int] = {}
         self.budget: list[Any] | None = None  # [quotas, runs today, ms today], read on the first claim
+        self.deferred = False  # plans and pending left to the caller (`_claim_rows(..., defer=True)`)
 
     def over_budget(self, s: Session, now: datetime) -> str | None:
         """Why the tenant may start no more runs today (its daily quotas), or None (and count this one)."""
@@ -232,12 +233,15 @@ class ClaimMixin:
                           backlog=backlog, next_due_at=next_due)
 
     def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
-                    lease_from: datetime | None = None) -> _Batch:
+                    lease_from: datetime | None = None, *, defer: bool = False) -> _Batch:
         """Decide and claim these due rows of one tenant (read and locked by the caller), in `s`'s transaction.
 
         `lease_from`: when the claimed leases start, if later than `now` (a long pass across tenants).
+        `defer`: leave the batch's plans and claims (`plans`, `pending`) to the caller, who writes
+        those of many tenants at once (`store_claim_across`); `claims` then stays empty.
         """
         batch = _Batch(self, s, tenant, rows, lease_from or now)
+        batch.deferred = defer
         for row in rows:
             if row.status == RUNNING:
                 row = self._recover(s, batch, row, now)  # the retry, if any, is claimed right away
@@ -401,6 +405,8 @@ class ClaimMixin:
         Each claim is still a compare-and-set on its occurrence (status and attempt as
         read); one whose row changed meanwhile is left out, and only the held ones get a run.
         """
+        if batch.deferred:
+            return
         if batch.plans:
             planning.plan_next_many(s, batch.plans, now, self.rules)
         pending = batch.pending

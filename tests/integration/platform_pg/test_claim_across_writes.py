@@ -1,0 +1,159 @@
+"""A claim pass across tenants writes its plans and claims by one statement (`store_claim_across`), on PostgreSQL.
+
+Before it, each tenant's part wrote its own: the next occurrence, `next_run_at`, the runs and
+the compare-and-set, four statements for a schedule's claim; the first test fails on that
+code. The second holds the one statement to what the tenant-by-tenant writes make, row for
+row, with the rarer decisions (a lapsed lease retried, a misfire caught up, a deleted
+script) written inline in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, event, select, text
+
+from almanac.db import Database
+from almanac.platform import planning, store_due
+from almanac.platform.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.platform.store_claim_across import Part, write_claims
+from almanac.platform.store_sql import SqlStore
+from tests.integration.platform.scheduler_world import EPOCH, EveryRules
+
+pytestmark = pytest.mark.postgres
+
+T1 = EPOCH + timedelta(days=300)  # on the minute: every schedule "EVERY 60" falls due
+
+
+def _script(s: Any, name: str) -> int:
+    script = Script(name=name, current_version=1, timeout_ms=1000, memory_mb=32, created_at=T1, updated_at=T1)
+    s.add(script)
+    s.flush()
+    s.add(ScriptVersion(script_id=script.id, version=1, source="export default () => 1", created_at=T1))
+    return script.id
+
+
+def _schedule(s: Any, script_id: int, created: Any, **policy: Any) -> None:
+    fields = dict(misfire="run_once", catchup_window_s=86400, overlap="skip", expire_after_s=None, max_attempts=3,
+                  retry_backoff_s=10, priority=0)
+    fields.update(policy)
+    sch = Schedule(name="sch", script_id=script_id, rule_text="EVERY 60", input_kind="test", rrule="EVERY 60",
+                   timezone="UTC", payload=json.dumps({"n": 1}), enabled=True, version=1, created_at=created,
+                   updated_at=created, **fields)
+    s.add(sch)
+    s.flush()
+    planning.replan_schedule(s, sch, created, EveryRules())
+
+
+def _job(s: Any, key: str, script_id: int, when: Any, max_attempts: int = 3) -> None:
+    planning.upsert_job(s, key, dict(script_id=script_id, run_at=when, payload=json.dumps(key), expire_after_s=None,
+                                     max_attempts=max_attempts, priority=0), now=when)
+
+
+def _tenant(database: Database, store: SqlStore, slug: str) -> None:
+    """Due at T1: a plain schedule, a schedule that missed five times (run_all), a job, a job whose
+    script was deleted, and a job whose attempt's lease lapsed (its process died at T1 - 120 s)."""
+    with database.tenant_session(slug) as s:
+        script = _script(s, "a")
+        _job(s, "lapsed", script, T1 - timedelta(seconds=120), max_attempts=2)
+    (held,) = store.claim_due(slug, T1 - timedelta(seconds=120), 10).claims
+    assert held.job_key == "lapsed"
+    with database.tenant_session(slug) as s:
+        _schedule(s, script, T1 - timedelta(seconds=30))
+        _schedule(s, script, T1 - timedelta(seconds=330), misfire="run_all")
+        _job(s, "j0", script, T1)
+        gone = _script(s, "b")
+        _job(s, "orphan", gone, T1)
+        s.execute(delete(ScriptVersion).where(ScriptVersion.script_id == gone))
+        s.execute(delete(Script).where(Script.id == gone))
+
+
+def _snapshot(database: Database, slug: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with database.tenant_session(slug) as s:
+        for name, model in (("runs", Run), ("occurrences", Occurrence), ("jobs", Job), ("schedules", Schedule)):
+            t = model.__table__
+            cols = [c for c in t.c if c.name != "lease_token"]
+            out[name] = [tuple(r) for r in s.execute(select(*cols).order_by(*t.primary_key.columns))]
+    with database.engine.connect() as conn:
+        out["due_index"] = [tuple(r) for r in conn.execute(text(
+            "SELECT occurrence_id, due_at, priority FROM due_index WHERE tenant_slug = :s ORDER BY occurrence_id"),
+            {"s": slug})]
+    return out
+
+
+@pytest.fixture
+def still(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass's leases count from `now` plus the time it took: here none, so that passes compare."""
+    monkeypatch.setattr(store_due, "time", types.SimpleNamespace(monotonic=lambda: 0.0))
+
+
+def test_a_pass_writes_every_tenant_s_plans_and_claims_by_one_statement(
+        database: Database, make_tenant: Callable[..., str]) -> None:
+    store = SqlStore(database, EveryRules())
+    slugs = [make_tenant(f"cw-{i}") for i in range(3)]
+    for slug in slugs:
+        with database.tenant_session(slug) as s:
+            script = _script(s, "a")
+            _schedule(s, script, T1 - timedelta(seconds=30))
+            _job(s, "j0", script, T1)
+    seen: list[str] = []
+    event.listen(database.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    claims = store.claim_across(T1, 100).claims
+    assert len(claims) == 6 and all(c.run_id for c in claims)
+    writes = [sql for sql in seen if sql.lstrip().split()[0].upper() in ("INSERT", "UPDATE")]
+    assert writes == [], writes  # before: next occurrence, next_run_at, runs, claim per tenant
+    assert sum("INSERT INTO" in sql and "cas" in sql for sql in seen) == 1
+    for slug in slugs:
+        with database.tenant_session(slug) as s:
+            occurrences = {(o.trigger, o.status, o.run_id is not None) for o in s.execute(select(Occurrence)).scalars()}
+            assert occurrences == {("schedule", "running", True), ("job", "running", True),
+                                   ("schedule", "planned", False)}
+            assert s.execute(select(Schedule.next_run_at)).scalar_one() == T1 + timedelta(seconds=60)
+
+
+def test_the_one_statement_writes_what_the_tenant_by_tenant_claim_writes(
+        database: Database, make_tenant: Callable[..., str], still: None) -> None:
+    store = SqlStore(database, EveryRules())
+    fused, apart = [make_tenant(f"cf-{i}") for i in range(2)], [make_tenant(f"cp-{i}") for i in range(2)]
+    for slug in fused:
+        _tenant(database, store, slug)
+    batch = store._claim_pass(T1, 100, 0.5, None)  # optimistic: writes deferred to one statement
+    # Read now: the next pass would take the catch-up occurrences this one planned.
+    written = [_snapshot(database, slug) for slug in fused]
+    for slug in apart:
+        _tenant(database, store, slug)
+    other = store._claim_pass(T1, 100, 0.5, lambda slug: True)  # a savepoint and the writes per tenant
+    assert batch.recorded == [("failed", 2), ("lease_lapsed", 2)]
+    for a, b, mine_written in zip(fused, apart, written):
+        assert mine_written == _snapshot(database, b)
+        mine = [replace(c, lease_token="", tenant="") for c in batch.claims if c.tenant == a]
+        theirs = [replace(c, lease_token="", tenant="") for c in other.claims if c.tenant == b]
+        assert mine == theirs and len(mine) == 4  # the retry, two schedules, j0
+    with database.tenant_session(fused[0]) as s:  # the misfire's catch-up is planned, due now
+        assert s.execute(select(Occurrence.scheduled_for).where(Occurrence.trigger == "catchup")
+                         .order_by(Occurrence.scheduled_for)).scalars().all() == [
+            T1 - timedelta(seconds=60 * k) for k in (4, 3, 2, 1, 0)]
+
+
+def test_a_compare_and_set_that_misses_raises_rather_than_claim_on_a_guess(
+        database: Database, make_tenant: Callable[..., str]) -> None:
+    slug = make_tenant("cm")
+    with database.tenant_session(slug) as s:
+        _job(s, "j0", _script(s, "a"), T1)
+        occurrence = s.execute(select(Occurrence)).scalar_one()
+    run = dict(b_occurrence_id=occurrence.id, b_schedule_id=None, b_job_key="j0", b_script_id=1, b_script_version=1,
+               b_trigger="job", b_scheduled_for=T1, b_created_at=T1, b_started_at=T1, b_status="running",
+               b_attempt=1, b_lease_token="t" * 32)
+    stale = Part(slug, [], [], [run], [(occurrence.id, "planned", 5, "t" * 32, T1)])  # attempt 5: not as read
+    with pytest.raises(RuntimeError, match="claim changed 0"):
+        with database.engine.connect() as conn, conn.begin():
+            write_claims(conn, [stale])
+    with database.tenant_session(slug) as s:
+        assert s.execute(select(Run)).scalars().all() == []
