@@ -154,18 +154,16 @@ class _Pending(NamedTuple):
 class _Batch:
     """The rows one claim transaction works on, loaded with one query per table."""
 
-    def __init__(self, store: ClaimMixin, s: Session, tenant: str, rows: list[Any], lease_from: datetime) -> None:
-        sids = sorted({r.schedule_id for r in rows if r.schedule_id is not None})
-        jids = sorted({r.job_id for r in rows if r.job_id is not None})
-        self.schedules = {r.id: r for r in s.execute(_SCHEDULES, {"b_ids": sids})} if sids else {}
-        self.jobs = {r.id: r for r in s.execute(_JOBS, {"b_ids": jids})} if jids else {}
-        # Running attempts of these schedules (for overlap), kept current as this batch claims and recovers.
-        self.running: dict[int, dict[int, datetime]] = {}
-        if sids:
-            for r in s.execute(_RUNNING, {"b_ids": sids}):
-                self.running.setdefault(r.schedule_id, {})[r.id] = r.lease_until
-        script_ids = {r.script_id for r in [*self.schedules.values(), *self.jobs.values()]}
-        self.scripts = store._scripts(s, tenant, script_ids)
+    def __init__(self, store: ClaimMixin, s: Session, tenant: str, rows: list[Any], lease_from: datetime,
+                 reads: Any = None) -> None:
+        """`reads`: the owners, running attempts, scripts and day's use read already (`store_claim_reads`)."""
+        self.day: tuple[int, int] | None = None if reads is None else reads.day
+        self.running: dict[int, dict[int, datetime]]  # schedule id -> {occurrence id: lease end}
+        if reads is not None:
+            self.schedules, self.jobs, self.running = reads.schedules, reads.jobs, reads.running
+            self.scripts = store._with_sources(s, tenant, reads.scripts, reads.sources)
+        else:
+            self._read(store, s, tenant, rows)
         self.pending: list[_Pending] = []
         self.leases: dict[int, datetime] = {}  # lease end by script timeout
         self.lease_from = lease_from  # when they start
@@ -175,8 +173,26 @@ class _Batch:
         self.budget: list[Any] | None = None  # [quotas, runs today, ms today], read on the first claim
         self.deferred = False  # plans and pending left to the caller (`_claim_rows(..., defer=True)`)
 
+    def _read(self, store: ClaimMixin, s: Session, tenant: str, rows: list[Any]) -> None:
+        sids = sorted({r.schedule_id for r in rows if r.schedule_id is not None})
+        jids = sorted({r.job_id for r in rows if r.job_id is not None})
+        self.schedules = {r.id: r for r in s.execute(_SCHEDULES, {"b_ids": sids})} if sids else {}
+        self.jobs = {r.id: r for r in s.execute(_JOBS, {"b_ids": jids})} if jids else {}
+        # Running attempts of these schedules (for overlap), kept current as this batch claims and recovers.
+        self.running = {}
+        if sids:
+            for r in s.execute(_RUNNING, {"b_ids": sids}):
+                self.running.setdefault(r.schedule_id, {})[r.id] = r.lease_until
+        script_ids = {r.script_id for r in [*self.schedules.values(), *self.jobs.values()]}
+        self.scripts = store._scripts(s, tenant, script_ids)
+
     def over_budget(self, s: Session, now: datetime) -> str | None:
         """Why the tenant may start no more runs today (its daily quotas), or None (and count this one)."""
+        if self.budget is None and self.day is not None:
+            # Read at the start of the pass: add the runs this batch has recorded `failed` since
+            # (a deleted script's), which a read now would count (skipped and expired ones never count).
+            runs, ms = self.day
+            self.budget = [quotas.of(s), runs + self.recorded.get("failed", 0), ms]
         if self.budget is None:
             self.budget = [quotas.of(s), *quotas.day_use(s, now)]
         problem = quotas.over_day_budget(*self.budget)
@@ -204,8 +220,19 @@ class ClaimMixin:
         """The current version of each script, its source from the in-process cache when known."""
         if not script_ids:
             return {}
-        rows = s.execute(_SCRIPTS, {"b_ids": sorted(script_ids)}).all()
+        return self._with_sources(s, tenant, s.execute(_SCRIPTS, {"b_ids": sorted(script_ids)}).all())
+
+    def _with_sources(self, s: Session, tenant: str, rows: Any,
+                      read: dict[tuple[int, int], str] | None = None) -> dict[int, _Script]:
+        """These scripts' rows (id, timeout_ms, memory_mb, current_version) with their current source.
+
+        `read`: sources read already, by (script id, version), for the cache.
+        """
         with self._sources_lock:
+            if read:
+                if len(self._sources) > 10_000:  # bounded, as below
+                    self._sources.clear()
+                self._sources.update({(tenant, sid, version): source for (sid, version), source in read.items()})
             missing = [(r.id, r.current_version) for r in rows if (tenant, r.id, r.current_version) not in self._sources]
         if missing:
             found = s.execute(select(SV.c.script_id, SV.c.version, SV.c.source).where(
@@ -233,14 +260,15 @@ class ClaimMixin:
                           backlog=backlog, next_due_at=next_due)
 
     def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
-                    lease_from: datetime | None = None, *, defer: bool = False) -> _Batch:
+                    lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> _Batch:
         """Decide and claim these due rows of one tenant (read and locked by the caller), in `s`'s transaction.
 
         `lease_from`: when the claimed leases start, if later than `now` (a long pass across tenants).
         `defer`: leave the batch's plans and claims (`plans`, `pending`) to the caller, who writes
         those of many tenants at once (`store_claim_across`); `claims` then stays empty.
+        `reads`: what deciding the rows needs, read for many tenants at once (`store_claim_reads`).
         """
-        batch = _Batch(self, s, tenant, rows, lease_from or now)
+        batch = _Batch(self, s, tenant, rows, lease_from or now, reads)
         batch.deferred = defer
         for row in rows:
             if row.status == RUNNING:

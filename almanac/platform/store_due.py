@@ -46,6 +46,7 @@ from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
 from almanac.platform.store_claim import _DUE_COLUMNS
 from almanac.platform.store_claim_across import Part, write_claims
+from almanac.platform.store_claim_reads import read_tenants
 from almanac.platform.store_record import _RENEW, _TOKENS, Finish, _Fenced
 from almanac.platform.store_record_across import is_plain, record_plain
 
@@ -160,9 +161,11 @@ class DueMixin:
     # ClaimMixin's (before this one in SqlStore's bases)
     _run_values: Callable[..., dict[str, Any]]
     _claim_of: Callable[..., Claim]
+    _sources: dict[tuple[str, int, int], str]
+    _sources_lock: Any
 
     def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
-                    lease_from: datetime | None = None, *, defer: bool = False) -> Any:
+                    lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> Any:
         raise NotImplementedError
 
     def finish_across(self, items: Sequence[Finish]) -> list[bool] | None:
@@ -227,12 +230,14 @@ class DueMixin:
                 by_tenant.setdefault(slug, []).append(oid)
             limits = quotas.quotas_of_many(conn, sorted(by_tenant)) if by_tenant else {}
             deferred: list[tuple[str, Any]] = []
+            # Optimistic: every tenant's rows and what deciding them needs, read by a few statements.
+            reads = read_tenants(conn, list(by_tenant.items()), now, self._source_known) if tenant_exists is None else {}
             for slug, ids in by_tenant.items():
                 # Leases count from this tenant's part, not from `now`: on a busy database a pass takes
                 # seconds, and leases counted from its start lapsed before the last tenants' runs began.
                 at = (now, now + timedelta(seconds=time.monotonic() - began))
                 if tenant_exists is None:  # its plans and claims written with the others' at the end
-                    batch = self._claim_tenant(conn, slug, ids, at, limits[slug], defer=True)
+                    batch = self._claim_tenant(conn, slug, ids, at, limits[slug], reads=reads[slug])
                     deferred.append((slug, batch))
                 else:
                     batch = self._claim_tenant_apart(conn, slug, ids, at, limits[slug], tenant_exists)
@@ -286,6 +291,10 @@ class DueMixin:
                 lost |= {(slug, c.run_id) for c in mine if current.get(c.occurrence_id) != c.lease_token}
         return lost
 
+    def _source_known(self, tenant: str, script_id: int, version: int) -> bool:
+        with self._sources_lock:
+            return (tenant, script_id, version) in self._sources
+
     def _write_deferred(self, conn: Any, deferred: list[tuple[str, Any]], now: datetime) -> list[Claim]:
         """The deferred plans and claims of these tenants' parts, by one statement per 64 tenants; the claims."""
         parts = []
@@ -298,15 +307,23 @@ class DueMixin:
                 for slug, batch in deferred for p in batch.pending]
 
     def _claim_tenant(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
-                      limits: Any, *, defer: bool = False) -> Any:
-        """One tenant's part of the claim, its quotas read already (`limits`); `at`: (the pass's now, the leases' start)."""
+                      limits: Any, *, reads: Any = None) -> Any:
+        """One tenant's part of the claim, its quotas read already (`limits`); `at`: (the pass's now, the leases' start).
+
+        `reads` (the optimistic pass): its rows locked and read already with the other tenants'
+        (`store_claim_reads`), and its plans and claims left to the pass (`_write_deferred`).
+        Without: read and written here, in the caller's savepoint.
+        """
         now, lease_from = at
         with _tenant_session(conn, slug) as s:
             s.info["quotas"] = limits
-            rows = list(s.execute(_ROWS_LOCKED, {"b_ids": ids, "b_now": now}).all())
+            if reads is None:
+                rows = list(s.execute(_ROWS_LOCKED, {"b_ids": ids, "b_now": now}).all())
+            else:
+                rows = reads.rows
             if len(rows) < len(ids):
                 self._drop_orphans(s, slug, ids, {r.id for r in rows})
-            return self._claim_rows(s, slug, rows, now, lease_from, defer=defer)
+            return self._claim_rows(s, slug, rows, now, lease_from, defer=reads is not None, reads=reads)
 
     @staticmethod
     def _drop_orphans(s: Session, slug: str, ids: list[int], read: set[int]) -> None:

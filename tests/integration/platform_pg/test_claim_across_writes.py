@@ -157,3 +157,53 @@ def test_a_compare_and_set_that_misses_raises_rather_than_claim_on_a_guess(
             write_claims(conn, [stale])
     with database.tenant_session(slug) as s:
         assert s.execute(select(Run)).scalars().all() == []
+
+
+def _statements_of_a_pass(database: Database, store: SqlStore, slugs: list[str]) -> list[str]:
+    for slug in slugs:
+        with database.tenant_session(slug) as s:
+            script = _script(s, "a")
+            _schedule(s, script, T1 - timedelta(seconds=30))
+            _job(s, "j0", script, T1)
+    seen: list[str] = []
+    listener = lambda *a: seen.append(a[2])  # noqa: E731
+    event.listen(database.engine, "before_cursor_execute", listener)
+    try:
+        assert len(store.claim_across(T1, 100).claims) == 2 * len(slugs)
+    finally:
+        event.remove(database.engine, "before_cursor_execute", listener)
+    return seen
+
+
+def test_a_pass_costs_the_same_statements_for_three_tenants_as_for_one(
+        database: Database, make_tenant: Callable[..., str]) -> None:
+    """Before: five reads and four writes per tenant (its rows, schedules, running attempts, scripts,
+    today's runs; next occurrence, next_run_at, runs, claim)."""
+    store = SqlStore(database, EveryRules())
+    one = _statements_of_a_pass(database, store, [make_tenant("cs-0")])
+    three = _statements_of_a_pass(database, store, [make_tenant(f"cs-{i}") for i in (1, 2, 3)])
+    assert len(three) == len(one), (one, three)
+
+
+def test_a_run_recorded_failed_in_the_pass_counts_against_the_day_as_a_read_then_would(
+        database: Database, make_tenant: Callable[..., str], still: None) -> None:
+    """The day's runs are read at the start of the pass: a deleted script's run recorded `failed`
+    before the tenant's first claim counts, as it did when the day was read at that claim."""
+    from almanac.platform import quotas
+
+    store = SqlStore(database, EveryRules())
+    outcomes = []
+    for slug, tenant_exists in ((make_tenant("cq-0"), None), (make_tenant("cq-1"), lambda slug: True)):
+        with database.shared_session() as shared:
+            quotas.set_quotas(shared, slug, {"runs_per_day": 1}, T1)
+        with database.tenant_session(slug) as s:
+            script = _script(s, "a")
+            gone = _script(s, "b")
+            planning.upsert_job(s, "orphan", dict(script_id=gone, run_at=T1, payload="1", expire_after_s=None,
+                                                  max_attempts=1, priority=5), now=T1)  # decided first
+            _job(s, "j0", script, T1)
+            s.execute(delete(ScriptVersion).where(ScriptVersion.script_id == gone))
+            s.execute(delete(Script).where(Script.id == gone))
+        batch = store._claim_pass(T1, 100, 0.5, tenant_exists)
+        outcomes.append((batch.claims, batch.recorded))
+    assert outcomes[0] == outcomes[1] == ([], [("failed", 1), ("skipped", 1)])
