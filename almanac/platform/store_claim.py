@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import secrets
-from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -31,13 +30,14 @@ from sqlalchemy import Table, bindparam, delete, func, insert, select, tuple_, u
 from sqlalchemy.orm import Session
 
 from almanac.db import insert_ignore
-from almanac.platform import failures, planning, policies, quotas
+from almanac.platform import failures, planning, policies
 from almanac.platform.bulk import Bulk
 from almanac.platform.models import (
     DONE, JOB_CANCELLED, JOB_DONE, JOB_PENDING, PLANNED, QUEUED, RUNNING,
     Job, Occurrence, Run, Schedule, Script, ScriptVersion,
 )
 from almanac.platform.store import Claim, ClaimBatch
+from almanac.platform.store_claim_batch import SCRIPTS, Batch, Pending, ScriptAtHand
 from almanac.platform.store_record import RELEASE_QUEUED
 from almanac.sandbox.contract import RunResult
 
@@ -94,16 +94,6 @@ _DUE = (select(*_DUE_COLUMNS).where(O.c.due_at <= bindparam("b_now"))
         .order_by(O.c.priority.desc(), O.c.due_at, O.c.id).limit(bindparam("b_limit")))
 _DUE_LOCKED = _DUE.with_for_update(skip_locked=True)
 _ONE = select(*_DUE_COLUMNS).where(O.c.id == bindparam("b_id"))
-_SCHEDULES = select(
-    S.c.id, S.c.script_id, S.c.input_kind, S.c.rrule, S.c.payload, S.c.enabled, S.c.misfire, S.c.catchup_window_s,
-    S.c.overlap, S.c.expire_after_s, S.c.max_attempts, S.c.retry_backoff_s, S.c.priority, S.c.version,
-).where(S.c.id.in_(_ids()))
-_JOBS = select(
-    J.c.id, J.c.key, J.c.script_id, J.c.run_at, J.c.payload, J.c.expire_after_s, J.c.max_attempts, J.c.state,
-    J.c.root_key, J.c.depth,
-).where(J.c.id.in_(_ids()))
-_RUNNING = select(O.c.id, O.c.schedule_id, O.c.lease_until).where(O.c.schedule_id.in_(_ids()), O.c.status == RUNNING)
-_SCRIPTS = select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SC.c.current_version).where(SC.c.id.in_(_ids()))
 _CLAIM_CAS = Bulk(update(O).where(
     O.c.id == bindparam("b_id"), O.c.status == bindparam("b_status"), O.c.attempt == bindparam("b_attempt"),
 ).values(status=RUNNING, attempt=bindparam("b_new_attempt"), lease_token=bindparam("b_token"),
@@ -120,15 +110,6 @@ BACKLOG = select(func.count()).select_from(O).where(O.c.due_at <= bindparam("b_n
                                                       O.c.status.in_((PLANNED, QUEUED)))
 
 
-@dataclass(frozen=True)
-class _Script:
-    id: int
-    timeout_ms: int
-    memory_mb: int
-    version: int
-    source: str
-
-
 class _Ended(NamedTuple):
     """What `failures.record_endings` reads of an attempt that ended without a result (its lease lapsed)."""
 
@@ -138,72 +119,6 @@ class _Ended(NamedTuple):
     job_key: str | None
     attempt: int
     scheduled_for: datetime
-
-
-class _Pending(NamedTuple):
-    """A runnable occurrence of this claim transaction, claimed in bulk at its end."""
-
-    row: Any
-    owner: Any
-    script: Any
-    policy: policies.Policy
-    token: str
-    lease: datetime
-
-
-class _Batch:
-    """The rows one claim transaction works on, loaded with one query per table."""
-
-    def __init__(self, store: ClaimMixin, s: Session, tenant: str, rows: list[Any], lease_from: datetime,
-                 reads: Any = None) -> None:
-        """`reads`: the owners, running attempts, scripts and day's use read already (`store_claim_reads`)."""
-        self.day: tuple[int, int] | None = None if reads is None else reads.day
-        self.running: dict[int, dict[int, datetime]]  # schedule id -> {occurrence id: lease end}
-        if reads is not None:
-            self.schedules, self.jobs, self.running = reads.schedules, reads.jobs, reads.running
-            self.scripts = store._with_sources(s, tenant, reads.scripts, reads.sources)
-        else:
-            self._read(store, s, tenant, rows)
-        self.pending: list[_Pending] = []
-        self.leases: dict[int, datetime] = {}  # lease end by script timeout
-        self.lease_from = lease_from  # when they start
-        self.plans: list[tuple[Any, datetime]] = []  # (schedule, after): next occurrences to plan
-        self.claims: list[Claim] = []
-        self.recorded: dict[str, int] = {}
-        self.budget: list[Any] | None = None  # [quotas, runs today, ms today], read on the first claim
-        self.deferred = False  # plans and pending left to the caller (`_claim_rows(..., defer=True)`)
-
-    def _read(self, store: ClaimMixin, s: Session, tenant: str, rows: list[Any]) -> None:
-        sids = sorted({r.schedule_id for r in rows if r.schedule_id is not None})
-        jids = sorted({r.job_id for r in rows if r.job_id is not None})
-        self.schedules = {r.id: r for r in s.execute(_SCHEDULES, {"b_ids": sids})} if sids else {}
-        self.jobs = {r.id: r for r in s.execute(_JOBS, {"b_ids": jids})} if jids else {}
-        # Running attempts of these schedules (for overlap), kept current as this batch claims and recovers.
-        self.running = {}
-        if sids:
-            for r in s.execute(_RUNNING, {"b_ids": sids}):
-                self.running.setdefault(r.schedule_id, {})[r.id] = r.lease_until
-        script_ids = {r.script_id for r in [*self.schedules.values(), *self.jobs.values()]}
-        self.scripts = store._scripts(s, tenant, script_ids)
-
-    def over_budget(self, s: Session, now: datetime) -> str | None:
-        """Why the tenant may start no more runs today (its daily quotas), or None (and count this one)."""
-        if self.budget is None and self.day is not None:
-            # Read at the start of the pass: add the runs this batch has recorded `failed` since
-            # (a deleted script's), which a read now would count (skipped and expired ones never count).
-            runs, ms = self.day
-            self.budget = [quotas.of(s), runs + self.recorded.get("failed", 0), ms]
-        if self.budget is None:
-            self.budget = [quotas.of(s), *quotas.day_use(s, now)]
-        problem = quotas.over_day_budget(*self.budget)
-        if problem is None:
-            self.budget[1] += 1
-        return problem
-
-    def busy_until(self, schedule_id: int, occurrence_id: int) -> datetime | None:
-        """The earliest lease end among the schedule's other running attempts, or None."""
-        leases = [lease for oid, lease in self.running.get(schedule_id, {}).items() if oid != occurrence_id]
-        return min(leases) if leases else None
 
 
 class ClaimMixin:
@@ -216,14 +131,14 @@ class ClaimMixin:
     _sources: dict[tuple[str, int, int], str]
     _sources_lock: Any
 
-    def _scripts(self, s: Session, tenant: str, script_ids: set[int]) -> dict[int, _Script]:
+    def _scripts(self, s: Session, tenant: str, script_ids: set[int]) -> dict[int, ScriptAtHand]:
         """The current version of each script, its source from the in-process cache when known."""
         if not script_ids:
             return {}
-        return self._with_sources(s, tenant, s.execute(_SCRIPTS, {"b_ids": sorted(script_ids)}).all())
+        return self._with_sources(s, tenant, s.execute(SCRIPTS, {"b_ids": sorted(script_ids)}).all())
 
     def _with_sources(self, s: Session, tenant: str, rows: Any,
-                      read: dict[tuple[int, int], str] | None = None) -> dict[int, _Script]:
+                      read: dict[tuple[int, int], str] | None = None) -> dict[int, ScriptAtHand]:
         """These scripts' rows (id, timeout_ms, memory_mb, current_version) with their current source.
 
         `read`: sources read already, by (script id, version), for the cache.
@@ -243,7 +158,7 @@ class ClaimMixin:
                     self._sources.clear()
                 self._sources.update({(tenant, r.script_id, r.version): r.source for r in found})
         with self._sources_lock:
-            return {r.id: _Script(r.id, r.timeout_ms, r.memory_mb, r.current_version,
+            return {r.id: ScriptAtHand(r.id, r.timeout_ms, r.memory_mb, r.current_version,
                                   self._sources[(tenant, r.id, r.current_version)])
                     for r in rows if (tenant, r.id, r.current_version) in self._sources}
 
@@ -260,7 +175,7 @@ class ClaimMixin:
                           backlog=backlog, next_due_at=next_due)
 
     def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
-                    lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> _Batch:
+                    lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> Batch:
         """Decide and claim these due rows of one tenant (read and locked by the caller), in `s`'s transaction.
 
         `lease_from`: when the claimed leases start, if later than `now` (a long pass across tenants).
@@ -268,7 +183,7 @@ class ClaimMixin:
         those of many tenants at once (`store_claim_across`); `claims` then stays empty.
         `reads`: what deciding the rows needs, read for many tenants at once (`store_claim_reads`).
         """
-        batch = _Batch(self, s, tenant, rows, lease_from or now, reads)
+        batch = Batch(self, s, tenant, rows, lease_from or now, reads)
         batch.deferred = defer
         for row in rows:
             if row.status == RUNNING:
@@ -290,7 +205,7 @@ class ClaimMixin:
     def _drop(self, s: Session, row: Any) -> None:
         s.execute(delete(O).where(O.c.id == row.id, O.c.status == row.status, O.c.attempt == row.attempt))
 
-    def _record(self, s: Session, batch: _Batch, row: Any, when: datetime, status: str, reason: str,
+    def _record(self, s: Session, batch: Batch, row: Any, when: datetime, status: str, reason: str,
                 now: datetime, *, own: bool) -> None:
         """A history row for an occurrence that did not run (skipped, expired, failed before start)."""
         owner = batch.schedules.get(row.schedule_id) or batch.jobs.get(row.job_id)
@@ -306,13 +221,13 @@ class ClaimMixin:
                                           "schedule_id": row.schedule_id, "scheduled_for": when.isoformat(),
                                           "reason": reason})
 
-    def _finish_occurrence(self, s: Session, batch: _Batch, row: Any, now: datetime) -> None:
+    def _finish_occurrence(self, s: Session, batch: Batch, row: Any, now: datetime) -> None:
         if self._cas(s, row, status=DONE, due_at=None, lease_token=None, lease_until=None):
             if row.job_id is not None:
                 s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(
                     state=JOB_DONE, updated_at=now))
 
-    def _recover(self, s: Session, batch: _Batch, row: Any, now: datetime) -> Any:
+    def _recover(self, s: Session, batch: Batch, row: Any, now: datetime) -> Any:
         """A running attempt whose lease lapsed: its process died. Fail it, retry if attempts remain."""
         owner = batch.schedules.get(row.schedule_id) if row.schedule_id else batch.jobs.get(row.job_id)
         max_attempts = owner.max_attempts if owner is not None else row.attempt
@@ -341,7 +256,7 @@ class ClaimMixin:
                                                 "attempt": row.attempt, "retry": retry})
         return s.execute(_ONE, {"b_id": row.id}).one() if retry else None
 
-    def _schedule_due(self, s: Session, tenant: str, batch: _Batch, row: Any, now: datetime) -> None:
+    def _schedule_due(self, s: Session, tenant: str, batch: Batch, row: Any, now: datetime) -> None:
         sch = batch.schedules.get(row.schedule_id)
         if sch is None or not sch.enabled or row.schedule_version != sch.version:
             self._drop(s, row)  # planned under an old rule, or the schedule is gone / paused
@@ -366,7 +281,7 @@ class ClaimMixin:
         else:
             self._claim(s, tenant, batch, row, sch, policy, now)
 
-    def _expand_misfire(self, s: Session, batch: _Batch, row: Any, sch: Any, policy: policies.Policy,
+    def _expand_misfire(self, s: Session, batch: Batch, row: Any, sch: Any, policy: policies.Policy,
                         now: datetime) -> bool:
         """Apply `misfire` to the schedule's times up to now and plan its next occurrence.
 
@@ -396,7 +311,7 @@ class ClaimMixin:
         self._finish_occurrence(s, batch, row, now)
         return False
 
-    def _job_due(self, s: Session, tenant: str, batch: _Batch, row: Any, now: datetime) -> None:
+    def _job_due(self, s: Session, tenant: str, batch: Batch, row: Any, now: datetime) -> None:
         job = batch.jobs.get(row.job_id)
         if job is None or job.state == JOB_CANCELLED or job.run_at != row.scheduled_for:
             self._drop(s, row)  # replaced by a newer upsert, or cancelled
@@ -409,7 +324,7 @@ class ClaimMixin:
             return
         self._claim(s, tenant, batch, row, job, policy, now)
 
-    def _claim(self, s: Session, tenant: str, batch: _Batch, row: Any, owner: Any, policy: policies.Policy,
+    def _claim(self, s: Session, tenant: str, batch: Batch, row: Any, owner: Any, policy: policies.Policy,
                now: datetime) -> None:
         script = batch.scripts.get(owner.script_id)
         problem = "its script was deleted" if script is None else batch.over_budget(s, now)
@@ -423,11 +338,11 @@ class ClaimMixin:
         if lease is None:  # one per timeout in a batch: the same value for every claim that shares it
             lease = batch.leases[script.timeout_ms] = policies.lease_until(batch.lease_from, script.timeout_ms,
                                                                            self.lease_margin_s)
-        batch.pending.append(_Pending(row, owner, script, policy, lease_token(), lease))
+        batch.pending.append(Pending(row, owner, script, policy, lease_token(), lease))
         if row.schedule_id is not None:
             batch.running.setdefault(row.schedule_id, {})[row.id] = lease
 
-    def _flush(self, s: Session, tenant: str, batch: _Batch, now: datetime) -> None:
+    def _flush(self, s: Session, tenant: str, batch: Batch, now: datetime) -> None:
         """Plan the next occurrences and claim the runnable ones, a few statements for the whole batch.
 
         Each claim is still a compare-and-set on its occurrence (status and attempt as
@@ -447,7 +362,7 @@ class ClaimMixin:
             pending, run_ids = self._claim_cas(conn, pending, now)
         batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
 
-    def _claim_cas(self, conn: Any, pending: list[_Pending], now: datetime) -> tuple[list[_Pending], list[int]]:
+    def _claim_cas(self, conn: Any, pending: list[Pending], now: datetime) -> tuple[list[Pending], list[int]]:
         """(SQLite) Claim each occurrence by compare-and-set, then insert the held ones' runs; (held, run ids)."""
         changed = _CLAIM_CAS.executemany(conn, [dict(
             b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
@@ -467,7 +382,7 @@ class ClaimMixin:
         _CLAIM_RUN_ID.executemany(conn, [dict(b_id=p.row.id, b_run_id=rid) for p, rid in zip(pending, run_ids)])
         return pending, run_ids
 
-    def _claim_locked(self, conn: Any, pending: list[_Pending], now: datetime) -> list[int]:
+    def _claim_locked(self, conn: Any, pending: list[Pending], now: datetime) -> list[int]:
         """(PostgreSQL) The rows are locked FOR UPDATE by this transaction: insert the runs, then claim.
 
         Two statements instead of four: the runs' ids come back from their multi-row INSERT, and
@@ -483,7 +398,7 @@ class ClaimMixin:
         return run_ids
 
     @staticmethod
-    def _run_values(p: _Pending, now: datetime) -> dict[str, Any]:
+    def _run_values(p: Pending, now: datetime) -> dict[str, Any]:
         row = p.row
         return dict(
             b_occurrence_id=row.id, b_schedule_id=row.schedule_id,
@@ -494,7 +409,7 @@ class ClaimMixin:
         )
 
     @staticmethod
-    def _claim_of(tenant: str, p: _Pending, run_id: int, now: datetime) -> Claim:
+    def _claim_of(tenant: str, p: Pending, run_id: int, now: datetime) -> Claim:
         row, owner, script, is_job = p.row, p.owner, p.script, p.row.job_id is not None
         return Claim(
             tenant=tenant, occurrence_id=row.id, run_id=run_id, lease_token=p.token, lease_until=p.lease,

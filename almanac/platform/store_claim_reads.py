@@ -1,7 +1,7 @@
 """The reads of a claim pass across tenants (PostgreSQL): each kind of row read for every tenant by one statement.
 
 A claim pass (`store_due`) decides the due rows of each tenant it picked. Read tenant by
-tenant (`store_claim._Batch`), a schedule's claim cost its tenant five statements: its due
+tenant (`store_claim_batch.Batch`), a schedule's claim cost its tenant five statements: its due
 occurrences locked, their schedules, the schedules' running attempts (for overlap), the
 scripts, and the runs started today (the daily quotas). In a burst over many tenants
 each read found a row or two, and cost ~0.1 ms of the worker's Python, a round trip, and
