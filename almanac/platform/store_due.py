@@ -58,8 +58,11 @@ WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' l
 
 # Ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant;
 # the outer query locks what it can of them (rows another process holds are skipped, not waited for).
-# Tenants due at the same time are ordered by a hash salted per pass: no tenant is always first
+# Tenants due at the same time are ordered by a hash seeded per pass: no tenant is always first
 # when a round is cut short, and processes claiming at once mostly reach for different rows.
+# The hash is PostgreSQL's own `hashtextextended` (what its hash indexes use on text): computed for
+# every ranked row, `md5(tenant || salt)` was half of a pick's time with 8,000 rows due (14 ms
+# against 7 ms, EXPLAIN ANALYZE), for the same purpose.
 # The outer `due_at` test is written so that no index can serve it: the index's statistics lag
 # behind a burst (a thousand rows fall due between two ANALYZEs), and with a bare `due_at <= :now`
 # the planner drove the join from the `due_at` index, comparing every due row with every wanted
@@ -74,12 +77,12 @@ WITH due AS (
     FROM due
 ), wanted AS (
     SELECT tenant_slug, occurrence_id, due_at, rn FROM ranked
-    ORDER BY (rn - 1) / :chunk, due_at, md5(tenant_slug || :salt), rn LIMIT :want
+    ORDER BY (rn - 1) / :chunk, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
 )
 SELECT d.tenant_slug, d.occurrence_id FROM due_index d
 JOIN wanted w ON w.tenant_slug = d.tenant_slug AND w.occurrence_id = d.occurrence_id
 WHERE d.due_at + interval '0 s' <= :now
-ORDER BY (w.rn - 1) / :chunk, w.due_at, md5(w.tenant_slug || :salt), w.rn
+ORDER BY (w.rn - 1) / :chunk, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
 LIMIT :limit
 FOR UPDATE OF d SKIP LOCKED
 """)
@@ -142,10 +145,10 @@ def fair_chunk(limit: int, share: float) -> int:
     return max(1, min(16, int(limit * share)))
 
 
-def pick_parameters(now: datetime, limit: int, share: float, salt: str) -> dict[str, Any]:
-    """`_PICK`'s parameters for a pass of up to `limit` rows; `salt` varies the round robin's tie order."""
+def pick_parameters(now: datetime, limit: int, share: float, seed: int) -> dict[str, Any]:
+    """`_PICK`'s parameters for a pass of up to `limit` rows; `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
     return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
-            "limit": limit, "salt": salt}
+            "limit": limit, "seed": seed}
 
 
 class DueMixin:
@@ -224,7 +227,7 @@ class DueMixin:
         failed: list[str] = []
         began = time.monotonic()
         with self.db.engine.connect() as conn, conn.begin():
-            picked = conn.execute(_PICK, pick_parameters(now, limit, share, secrets.token_hex(4))).all()
+            picked = conn.execute(_PICK, pick_parameters(now, limit, share, secrets.randbits(63))).all()
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:
                 by_tenant.setdefault(slug, []).append(oid)

@@ -147,7 +147,7 @@ def test_round_robin_between_tenants_due_at_the_same_time(
     batch = store.claim_across(now, 60, share=0.5)
     by = Counter(c.tenant for c in batch.claims)
     # Round robin in chunks of 16: every tenant's first 16, then the rest of the pass (12) to a tenant
-    # picked by a salted hash; none above its share (30) while the others wait.
+    # picked by a seeded hash; none above its share (30) while the others wait.
     assert sorted(by.values()) == [16, 16, 28] and set(by) == set(tenants)
 
 
@@ -510,6 +510,6 @@ def test_the_pick_looks_wanted_rows_up_by_key_even_when_the_index_statistics_lag
         conn.execute(text("ANALYZE due_index"))  # nothing due yet
         conn.execute(text("UPDATE due_index SET due_at = :now"), {"now": now})  # the burst
         plan = "\n".join(conn.execute(text("EXPLAIN " + store_due._PICK.text),
-                                       store_due.pick_parameters(now, 40, 0.5, "ab")).scalars())
+                                       store_due.pick_parameters(now, 40, 0.5, 171)).scalars())
     join = plan[plan.index("Nested Loop"):] if "Nested Loop" in plan else plan
     assert "pk_due_index" in join and "Join Filter" not in plan, plan

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.postgres
 def _pick_cursor(conn: object, now: datetime) -> None:
     """Open the pick as a cursor: its snapshot is taken now, its rows are locked when fetched."""
     conn.execute(text("DECLARE pick CURSOR FOR " + _PICK.text),  # type: ignore[attr-defined]
-                 pick_parameters(now, 100, 0.5, "s"))
+                 pick_parameters(now, 100, 0.5, 7))
 
 
 def test_a_pick_that_predates_a_claim_does_not_hold_the_claimed_entries_and_the_release_does_not_wait(
