@@ -112,7 +112,12 @@ def test_nothing_planned_is_lost_across_a_restart(env: dict[str, str]) -> None:
         (job_run,) = _wait_runs(client, "job_key=during-outage", 1, timeout=10)
         assert _parse(job_run["scheduled_for"]) == due.replace(microsecond=due.microsecond)
         skipped = _wait_runs(client, f"schedule_id={schedule['id']}", 1, timeout=10, status="skipped")
-        assert all("misfire=run_once" in r["reason"] for r in skipped)
+        # The missed times are recorded skipped by the first claim after the restart, before any run.
+        # A later time may also be skipped because the run before it was still running: the first run
+        # of a fresh server (a cold sandbox) outlasted the 2 s step on a loaded box (ciBA). Both are right.
+        missed = [r for r in skipped if "misfire=run_once" in r["reason"]]
+        overlapped = [r for r in skipped if r["reason"] == "the previous run was still running"]
+        assert missed and len(missed) + len(overlapped) == len(skipped), skipped
     finally:
         server.stop()
 
