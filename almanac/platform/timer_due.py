@@ -26,14 +26,31 @@ from almanac.platform.timer import Scheduler
 
 log = logging.getLogger("almanac.scheduler")
 
-# Claims held per run slot, at most. The per-tenant timer holds 16 (a claim there is a transaction
-# per tenant); a pass across tenants is one transaction whatever it takes, so holding fewer costs
-# little, and keeps leases short of the wait and the work spread over the processes.
+# Claims held per run slot: at least CLAIM_AHEAD, and up to CLAIM_AHEAD_MAX while the runs are
+# short enough that what a process holds is run within HELD_WAIT_S (`claim_ahead`). The per-tenant
+# timer holds 16 (a claim there is a transaction per tenant). Across tenants a pass costs about the
+# same whatever it claims (the pick ranks the due rows; its reads and writes are a few statements
+# for all its tenants), so larger passes cost less a run; but a claim held waits for a slot while
+# another process may be free, so slow runs keep the old 4.
 CLAIM_AHEAD = 4
+CLAIM_AHEAD_MAX = 12
+HELD_WAIT_S = 1.0
 # Threads claiming at once in a process. A pass is mostly waiting on the database (a few statements
 # per tenant it claims for); a second claimer overlaps those waits, as the runs of a task queue's
 # several fetchers do. More add little on 2 cores and hold more connections.
 CLAIMERS = 2
+
+
+def claim_ahead(avg_run_s: float | None, parallel: int, run_limit: int) -> int:
+    """Claims to hold per run slot: as many as the process runs within `HELD_WAIT_S`, from 4 to 12.
+
+    `avg_run_s`: the runs' average time (None before the first: 4). A process holding
+    `ahead x run_limit` claims runs them at `parallel / avg_run_s` a second.
+    """
+    if avg_run_s is None:
+        return CLAIM_AHEAD
+    runs_in_wait = HELD_WAIT_S * max(1, parallel) / max(avg_run_s, 1e-6)
+    return max(CLAIM_AHEAD, min(CLAIM_AHEAD_MAX, int(runs_in_wait // max(1, run_limit))))
 
 
 def cross_room(capacity: int, inflight: int, unrecorded: int) -> int:
@@ -59,7 +76,7 @@ class CrossTenantScheduler(Scheduler):
         self._runner_ready = threading.Event()  # the other claimers wait for the runner, as the first does
         self._more_claimers: list[threading.Thread] = []
         self.tenant_exists = tenant_exists
-        self.claim_ahead = claim_ahead or CLAIM_AHEAD
+        self.claim_ahead = claim_ahead  # None: `claim_ahead(...)` of the runs' average time
         self._woken = False
         self._room_wanted = False  # a pass found no room: a run that ends wakes the loop
         self._renewer: threading.Thread | None = None
@@ -119,7 +136,8 @@ class CrossTenantScheduler(Scheduler):
 
     @property
     def capacity(self) -> int:
-        return self.claim_ahead * self.run_limit
+        limit = self.run_limit
+        return (self.claim_ahead or claim_ahead(self._avg_run_s, self.parallel, limit)) * limit
 
     def wake(self, tenant: str) -> None:
         """Something changed (a schedule, a job, a finished run): look at the index now."""
