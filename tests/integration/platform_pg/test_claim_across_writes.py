@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, event, select, text
+from sqlalchemy import delete, event, select
 
 from almanac.db import Database
 from almanac.platform import planning, store_due
@@ -25,10 +25,12 @@ from almanac.platform.models import Job, Occurrence, Run, Schedule, Script, Scri
 from almanac.platform.store_claim_across import Part, write_claims
 from almanac.platform.store_sql import SqlStore
 from tests.integration.platform.scheduler_world import EPOCH, EveryRules
+from tests.integration.platform_pg.tenant_rows import snapshot
 
 pytestmark = pytest.mark.postgres
 
 T1 = EPOCH + timedelta(days=300)  # on the minute: every schedule "EVERY 60" falls due
+CLAIMED = {"runs": Run, "occurrences": Occurrence, "jobs": Job, "schedules": Schedule}  # what a claim writes
 
 
 def _script(s: Any, name: str) -> int:
@@ -74,20 +76,6 @@ def _tenant(database: Database, store: SqlStore, slug: str) -> None:
         s.execute(delete(Script).where(Script.id == gone))
 
 
-def _snapshot(database: Database, slug: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    with database.tenant_session(slug) as s:
-        for name, model in (("runs", Run), ("occurrences", Occurrence), ("jobs", Job), ("schedules", Schedule)):
-            t = model.__table__
-            cols = [c for c in t.c if c.name != "lease_token"]
-            out[name] = [tuple(r) for r in s.execute(select(*cols).order_by(*t.primary_key.columns))]
-    with database.engine.connect() as conn:
-        out["due_index"] = [tuple(r) for r in conn.execute(text(
-            "SELECT occurrence_id, due_at, priority FROM due_index WHERE tenant_slug = :s ORDER BY occurrence_id"),
-            {"s": slug})]
-    return out
-
-
 @pytest.fixture
 def still(monkeypatch: pytest.MonkeyPatch) -> None:
     """A pass's leases count from `now` plus the time it took: here none, so that passes compare."""
@@ -98,15 +86,7 @@ def test_a_pass_writes_every_tenant_s_plans_and_claims_by_one_statement(
         database: Database, make_tenant: Callable[..., str]) -> None:
     store = SqlStore(database, EveryRules())
     slugs = [make_tenant(f"cw-{i}") for i in range(3)]
-    for slug in slugs:
-        with database.tenant_session(slug) as s:
-            script = _script(s, "a")
-            _schedule(s, script, T1 - timedelta(seconds=30))
-            _job(s, "j0", script, T1)
-    seen: list[str] = []
-    event.listen(database.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
-    claims = store.claim_across(T1, 100).claims
-    assert len(claims) == 6 and all(c.run_id for c in claims)
+    seen = _statements_of_a_pass(database, store, slugs)
     writes = [sql for sql in seen if sql.lstrip().split()[0].upper() in ("INSERT", "UPDATE")]
     assert writes == [], writes  # before: next occurrence, next_run_at, runs, claim per tenant
     assert sum("INSERT INTO" in sql and "cas" in sql for sql in seen) == 1
@@ -126,13 +106,13 @@ def test_the_one_statement_writes_what_the_tenant_by_tenant_claim_writes(
         _tenant(database, store, slug)
     batch = store._claim_pass(T1, 100, 0.5, None)  # optimistic: writes deferred to one statement
     # Read now: the next pass would take the catch-up occurrences this one planned.
-    written = [_snapshot(database, slug) for slug in fused]
+    written = [snapshot(database, slug, CLAIMED) for slug in fused]
     for slug in apart:
         _tenant(database, store, slug)
     other = store._claim_pass(T1, 100, 0.5, lambda slug: True)  # a savepoint and the writes per tenant
     assert batch.recorded == [("failed", 2), ("lease_lapsed", 2)]
     for a, b, mine_written in zip(fused, apart, written):
-        assert mine_written == _snapshot(database, b)
+        assert mine_written == snapshot(database, b, CLAIMED)
         mine = [replace(c, lease_token="", tenant="") for c in batch.claims if c.tenant == a]
         theirs = [replace(c, lease_token="", tenant="") for c in other.claims if c.tenant == b]
         assert mine == theirs and len(mine) == 4  # the retry, two schedules, j0
@@ -169,7 +149,8 @@ def _statements_of_a_pass(database: Database, store: SqlStore, slugs: list[str])
     listener = lambda *a: seen.append(a[2])  # noqa: E731
     event.listen(database.engine, "before_cursor_execute", listener)
     try:
-        assert len(store.claim_across(T1, 100).claims) == 2 * len(slugs)
+        claims = store.claim_across(T1, 100).claims
+        assert len(claims) == 2 * len(slugs) and all(c.run_id for c in claims)
     finally:
         event.remove(database.engine, "before_cursor_execute", listener)
     return seen

@@ -13,14 +13,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select, text, update
+from sqlalchemy import event, select, update
 
 from almanac.db import Database
 from almanac.platform import planning, store_record_across
-from almanac.platform.models import KV, Event, Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.platform.models import KV, Job, Occurrence, Run, Schedule, Script, ScriptVersion
 from almanac.platform.store_sql import SqlStore
 from almanac.sandbox.contract import Effects, RunResult
 from tests.integration.platform.scheduler_world import EPOCH, EveryRules
+from tests.integration.platform_pg.tenant_rows import snapshot
 
 pytestmark = pytest.mark.postgres
 
@@ -65,22 +66,6 @@ def _items(claims: list[Any], results: Callable[[Any], RunResult]) -> list[Any]:
     return [(c, results(c), T1 + timedelta(seconds=1), end) for c in claims]
 
 
-def _snapshot(database: Database, slug: str) -> dict[str, Any]:
-    """What a record writes in the tenant, lease tokens left out (random per claim)."""
-    tables = {"runs": Run, "occurrences": Occurrence, "jobs": Job, "schedules": Schedule, "events": Event, "kv": KV}
-    out: dict[str, Any] = {}
-    with database.tenant_session(slug) as s:
-        for name, model in tables.items():
-            t = model.__table__
-            cols = [c for c in t.c if c.name != "lease_token"]
-            out[name] = [tuple(r) for r in s.execute(select(*cols).order_by(*t.primary_key.columns))]
-    with database.engine.connect() as conn:
-        out["due_index"] = [tuple(r) for r in conn.execute(text(
-            "SELECT occurrence_id, due_at, priority FROM due_index WHERE tenant_slug = :s ORDER BY occurrence_id"),
-            {"s": slug})]
-    return out
-
-
 def _statements(database: Database) -> list[str]:
     seen: list[str] = []
     event.listen(database.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
@@ -122,7 +107,7 @@ def test_the_one_statement_writes_what_the_per_tenant_records_write(
     for slug in apart:
         assert store.finish_many(_items(mine[slug], _results)) == [True] * 3
     for a, b in zip(fused, apart):
-        assert _snapshot(database, a) == _snapshot(database, b)
+        assert snapshot(database, a) == snapshot(database, b)
     with database.tenant_session(fused[1]) as s:  # the failure's retry and event, through the mixed path
         retried = s.execute(select(Occurrence).where(Occurrence.status == "planned",
                                                      Occurrence.job_id.is_not(None))).scalar_one()
@@ -136,15 +121,15 @@ def test_a_lost_lease_in_a_later_statement_rolls_back_the_earlier_ones(
     monkeypatch.setattr(store_record_across, "TENANTS_PER_STATEMENT", 2)
     slugs = [make_tenant(f"rl-{i}") for i in range(3)]
     store, claims = _claimed(database, slugs)
-    before = {slug: _snapshot(database, slug) for slug in slugs}
+    before = {slug: snapshot(database, slug) for slug in slugs}
     lost = [c for c in claims if c.tenant == slugs[2]][0]
     with database.tenant_session(slugs[2]) as s:  # another process took the attempt over
         s.execute(update(Occurrence).where(Occurrence.id == lost.occurrence_id).values(lease_token="x" * 32))
-    before[slugs[2]] = _snapshot(database, slugs[2])
+    before[slugs[2]] = snapshot(database, slugs[2])
     seen = _statements(database)
     assert store.finish_across(_items(claims, lambda c: DONE)) is None
     assert len(seen) == 2  # two statements: the first recorded its two tenants, then was rolled back
-    assert {slug: _snapshot(database, slug) for slug in slugs} == before
+    assert {slug: snapshot(database, slug) for slug in slugs} == before
 
 
 def test_an_occurrence_met_twice_in_the_batch_is_fenced_row_by_row() -> None:
