@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import secrets
+from collections.abc import Iterable
 from functools import lru_cache
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -143,24 +144,26 @@ class ClaimMixin:
 
         `read`: sources read already, by (script id, version), for the cache.
         """
+        if read:
+            self._remember_sources(tenant, read.items())
         with self._sources_lock:
-            if read:
-                if len(self._sources) > 10_000:  # bounded, as below
-                    self._sources.clear()
-                self._sources.update({(tenant, sid, version): source for (sid, version), source in read.items()})
             missing = [(r.id, r.current_version) for r in rows if (tenant, r.id, r.current_version) not in self._sources]
         if missing:
             found = s.execute(select(SV.c.script_id, SV.c.version, SV.c.source).where(
                 SV.c.script_id.in_([sid for sid, _ in missing]),
                 tuple_(SV.c.script_id, SV.c.version).in_(missing))).all()
-            with self._sources_lock:
-                if len(self._sources) > 10_000:
-                    self._sources.clear()
-                self._sources.update({(tenant, r.script_id, r.version): r.source for r in found})
+            self._remember_sources(tenant, (((r.script_id, r.version), r.source) for r in found))
         with self._sources_lock:
             return {r.id: ScriptAtHand(r.id, r.timeout_ms, r.memory_mb, r.current_version,
                                   self._sources[(tenant, r.id, r.current_version)])
                     for r in rows if (tenant, r.id, r.current_version) in self._sources}
+
+    def _remember_sources(self, tenant: str, found: Iterable[tuple[tuple[int, int], str]]) -> None:
+        """Keep these ((script id, version), source) of the tenant; the cache is bounded (a string per version)."""
+        with self._sources_lock:
+            if len(self._sources) > 10_000:
+                self._sources.clear()
+            self._sources.update({(tenant, sid, version): source for (sid, version), source in found})
 
     def claim_due(self, tenant: str, now: datetime, limit: int) -> ClaimBatch:
         with self.db.tenant_session(tenant) as s:

@@ -8,7 +8,7 @@ compare-and-set, each a round trip and ~0.1 ms of the worker's Python for a row.
 
 Here the pass defers those writes (`_claim_rows(..., defer=True)`) and makes them at its
 end, each tenant's part as data-modifying CTEs of one statement naming its schema, up
-to `TENANTS_PER_STATEMENT` tenants a statement:
+to `across.TENANTS_PER_STATEMENT` tenants a statement:
 
     pl_i   the schedules' next occurrences, INSERT ... ON CONFLICT DO NOTHING
            (`planning.plan_next_many`)
@@ -29,10 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from almanac.db import schema_for
+from almanac.platform.across import chunks, schema_quoter
 from almanac.platform.models import RUNNING
-
-TENANTS_PER_STATEMENT = 64  # bounds one statement's text and plan
 
 # (column, array type) of a new occurrence and of a new run, in the order of their values' keys.
 _OCCURRENCE = (("scheduled_for", "timestamptz"), ("due_at", "timestamptz"), ("priority", "int"),
@@ -95,13 +93,16 @@ def _part_params(i: int, part: Part) -> dict[str, Any]:
     return params
 
 
-def statement(parts: Sequence[Part], quote: Callable[[str], str]) -> tuple[str, dict[str, Any]]:
-    """The SQL and parameters of these parts' writes; it returns (part, occurrence id, run id) per claim."""
+def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str, dict[str, Any]]:
+    """The SQL and parameters of these parts' writes; it returns (part, occurrence id, run id) per claim.
+
+    `schema(slug)` gives a tenant's schema as SQL (`across.schema_quoter`).
+    """
     params: dict[str, Any] = {"running": RUNNING}
     ctes, claimed = [], []
     for i, part in enumerate(parts):
         params.update(_part_params(i, part))
-        ctes.append(_part_sql(i, quote(schema_for(part.slug)), part))
+        ctes.append(_part_sql(i, schema(part.slug), part))
         if part.runs:
             claimed.append(f"SELECT {i}, id, run_id FROM cas{i}")
     body = " UNION ALL ".join(claimed) if claimed else "SELECT NULL::int, NULL::int, NULL::int WHERE false"
@@ -113,12 +114,10 @@ def write_claims(conn: Any, parts: Sequence[Part]) -> dict[tuple[str, int], int]
 
     Raises RuntimeError when some compare-and-set missed (the caller rolls back).
     """
-    quote = conn.dialect.identifier_preparer.quote_schema
+    schema = schema_quoter(conn)
     run_ids: dict[tuple[str, int], int] = {}
-    busy = [part for part in parts if part.occurrences or part.nexts or part.runs]
-    for start in range(0, len(busy), TENANTS_PER_STATEMENT):
-        chunk = busy[start:start + TENANTS_PER_STATEMENT]
-        sql, params = statement(chunk, quote)
+    for chunk in chunks([part for part in parts if part.occurrences or part.nexts or part.runs]):
+        sql, params = statement(chunk, schema)
         for i, occurrence_id, run_id in conn.exec_driver_sql(sql, params):
             run_ids[(chunk[i].slug, occurrence_id)] = run_id
         wanted = sum(len(part.cas) for part in chunk)

@@ -7,7 +7,7 @@ scripts, and the runs started today (the daily quotas). In a burst over many ten
 each read found a row or two, and cost ~0.1 ms of the worker's Python, a round trip, and
 PostgreSQL a parse and a plan (each tenant's statement text names its own schema).
 
-Here each read is one statement for up to `TENANTS_PER_STATEMENT` tenants: a UNION ALL
+Here each read is one statement for up to `across.TENANTS_PER_STATEMENT` tenants: a UNION ALL
 of the same SELECT in each tenant's schema, tagged with the tenant's place in the list.
 The occurrences are locked as before (`FOR UPDATE SKIP LOCKED`, in a CTE per tenant); the
 other reads follow from what they found. The same columns are read, in the same order,
@@ -21,12 +21,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from almanac.db import schema_for
+from almanac.platform.across import chunks, schema_quoter
 from almanac.platform.models import RUNNING
 from almanac.platform.quotas import day_start
-
-TENANTS_PER_STATEMENT = 64  # bounds one statement's text and plan
-
 
 class DueRow(NamedTuple):
     """A due occurrence as the claim reads it (`store_claim._DUE_COLUMNS`)."""
@@ -172,11 +169,10 @@ def read_tenants(conn: Any, parts: Sequence[tuple[str, list[int]]], now: datetim
 
     `known(tenant, script id, version)`: whether that source is at hand already (not read again).
     """
-    quote = conn.dialect.identifier_preparer.quote_schema
+    schema = schema_quoter(conn)
     out: dict[str, TenantReads] = {}
-    for start in range(0, len(parts), TENANTS_PER_STATEMENT):
-        chunk = parts[start:start + TENANTS_PER_STATEMENT]
-        schemas = [(i, quote(schema_for(slug))) for i, (slug, _) in enumerate(chunk)]
+    for chunk in chunks(parts):
+        schemas = [(i, schema(slug)) for i, (slug, _) in enumerate(chunk)]
         reads = [TenantReads() for _ in chunk]
         params: dict[str, Any] = {"now": now, "day": day_start(now), "running": RUNNING}
         params.update({f"ids{i}": ids for i, (_, ids) in enumerate(chunk)})

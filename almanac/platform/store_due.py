@@ -177,7 +177,7 @@ class DueMixin:
         A burst spread over many tenants finishes a few runs per tenant at a time: a transaction
         per tenant (BEGIN, the fenced release, the runs' records, COMMIT) cost more round trips
         than the records themselves. Here the plain attempts (succeeded, no effects) of every
-        tenant are recorded by one statement per `TENANTS_PER_STATEMENT` tenants
+        tenant are recorded by one statement per `across.TENANTS_PER_STATEMENT` tenants
         (`store_record_across`), and the others tenant by tenant (`_finish_batch`, optimistic)
         on the same connection, its schema mapped in turn, tenants in one order (no lock cycles).
         None when some attempt had lost its lease: everything was rolled back, nothing recorded,

@@ -9,7 +9,7 @@ and PostgreSQL a parse, a plan and an executor start, for a row or two of work: 
 8,000 burst over 1,000 tenants that was about 32,000 statements.
 
 Here the tenants' parts are data-modifying CTEs of one statement, each naming its
-tenant's schema, up to `TENANTS_PER_STATEMENT` tenants a statement:
+tenant's schema, up to `across.TENANTS_PER_STATEMENT` tenants a statement:
 
     rel_i  the fenced release (`store_record._RELEASE`: the occurrence still holds the
            attempt's token and is running); `id = ANY(...) AND lease_token = ANY(...)` is
@@ -38,12 +38,11 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from almanac.db import schema_for
+from almanac.platform.across import chunks, schema_quoter
 from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, QUEUED, RUNNING
 from almanac.platform.store import Claim
 from almanac.sandbox.contract import RunResult
 
-TENANTS_PER_STATEMENT = 64  # bounds one statement's text and plan; a burst's batch spans a few hundred
 
 # The runs' columns written, in the order of `store_record._FINISH_RUN`'s values: (column, array type).
 _RUN_FIELDS = (
@@ -109,11 +108,12 @@ def _tenant_params(i: int, items: Sequence[Any], values: list[dict[str, Any]]) -
     return params
 
 
-def statement(parts: Sequence[tuple[str, Sequence[Any]]], quote: Callable[[str], str],
+def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str], str],
               values: Callable[[Any], dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """The SQL and parameters recording `parts`: (tenant slug, its plain attempts as `Finish` tuples).
 
-    `quote` quotes a schema name; `values(item)` gives an attempt's run values (`_finish_values`).
+    `schema(slug)` gives a tenant's schema as SQL (`across.schema_quoter`); `values(item)` gives an
+    attempt's run values (`_finish_values`).
     """
     params: dict[str, Any] = {"done": DONE, "running": RUNNING, "queued": QUEUED,
                               "job_done": JOB_DONE, "job_pending": JOB_PENDING}
@@ -121,7 +121,7 @@ def statement(parts: Sequence[tuple[str, Sequence[Any]]], quote: Callable[[str],
     for i, (slug, items) in enumerate(parts):
         tenant = _tenant_params(i, items, [values(item) for item in items])
         params.update(tenant)
-        ctes.append(_tenant_sql(i, quote(schema_for(slug)), f"j{i}" in tenant, f"s{i}" in tenant))
+        ctes.append(_tenant_sql(i, schema(slug), f"j{i}" in tenant, f"s{i}" in tenant))
     released = " UNION ALL ".join(f"SELECT 1 FROM rel{i}" for i in range(len(parts)))
     return f"WITH {','.join(ctes)}\nSELECT count(*) FROM ({released}) AS released", params
 
@@ -133,10 +133,9 @@ def record_plain(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Any]]],
     False when some occurrence did not hold its attempt's token any more: the caller must
     roll the transaction back (part of the batch may have been written).
     """
-    quote = conn.dialect.identifier_preparer.quote_schema
-    for start in range(0, len(by_tenant), TENANTS_PER_STATEMENT):
-        chunk = by_tenant[start:start + TENANTS_PER_STATEMENT]
-        sql, params = statement(chunk, quote, values)
+    schema = schema_quoter(conn)
+    for chunk in chunks(by_tenant):
+        sql, params = statement(chunk, schema, values)
         released = conn.exec_driver_sql(sql, params).scalar_one()
         if released != sum(len(items) for _, items in chunk):
             return False

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import event, select, update
 
 from almanac.db import Database
-from almanac.platform import planning, store_record_across
+from almanac.platform import across, planning
 from almanac.platform.models import KV, Job, Occurrence, Run, Schedule, Script, ScriptVersion
 from almanac.platform.store_sql import SqlStore
 from almanac.sandbox.contract import Effects, RunResult
@@ -118,7 +118,7 @@ def test_the_one_statement_writes_what_the_per_tenant_records_write(
 
 def test_a_lost_lease_in_a_later_statement_rolls_back_the_earlier_ones(
         database: Database, make_tenant: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_record_across, "TENANTS_PER_STATEMENT", 2)
+    monkeypatch.setattr(across, "TENANTS_PER_STATEMENT", 2)
     slugs = [make_tenant(f"rl-{i}") for i in range(3)]
     store, claims = _claimed(database, slugs)
     before = {slug: snapshot(database, slug) for slug in slugs}
