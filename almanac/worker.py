@@ -345,7 +345,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
                                      tenant_exists=lambda slug: slug in set(list_slugs(db)))
     holder.append(timer)
     # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work. On
-    # PostgreSQL a pass looks only at the tenants whose writes signalled work (and sweeps its own slowly).
+    # PostgreSQL a pass looks only at the tenants whose writes signalled work (a signal is settled once its
+    # tenant was looked at, so one taken by a dispatcher that died falls due again).
     dispatcher = Dispatcher(db, clock, settings, leases.owned, signals=not db.is_sqlite)
     # Pruning follows the timer's tenants too: each tenant's history is pruned by one process at a time.
     pruner = Pruner(db, clock, leases.owned, settings.retention_days, settings.prune_interval_s,

@@ -5,9 +5,9 @@ runs passes in a background thread until `stop()`, waiting `poll_s` between idle
 `wake(slug)` cuts the wait short. Which tenants: every one of `tenant_slugs()` each pass by
 default (SQLite: one process, tenant files); with `signals` (PostgreSQL, where a thousand idle
 tenants looked at every second cost two thousand transactions a second) only the tenants whose
-events and deliveries signalled work (`signals.take`), those whose last pass was cut short by a
-batch limit, and every `sweep_s` (None: never) all of `tenant_slugs()` once, in case a signal was taken by a
-dispatcher that died before it looked. Sends of one pass go out on a small thread pool; nothing here
+events and deliveries signalled work (`signals.take`, settled once looked at, so that a dispatcher
+that died or a look that failed leaves them to fall due again) and those whose last pass was cut short
+by a batch limit. Sends of one pass go out on a small thread pool; nothing here
 touches the web server's event loop. Any number of dispatchers may share a database: leases and
 unique keys keep each attempt to one of them.
 """
@@ -18,7 +18,6 @@ import dataclasses
 import logging
 import random
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Callable
@@ -36,11 +35,10 @@ log = logging.getLogger("almanac.delivery")
 class Dispatcher:
     def __init__(self, db: Database, clock: Any, settings: Any, tenant_slugs: Callable[[], list[str]], *,
                  sender: Sender | None = None, config: DeliveryConfig | None = None,
-                 rng: random.Random | None = None, signals: bool = False, sweep_s: float | None = 60.0) -> None:
+                 rng: random.Random | None = None, signals: bool = False) -> None:
         self.db, self.clock, self.settings, self.tenant_slugs = db, clock, settings, tenant_slugs
-        self.signals, self.sweep_s = signals, sweep_s
+        self.signals = signals
         self._again: set[str] = set()  # (signals) tenants whose last pass hit a batch limit
-        self._next_sweep = 0.0  # (signals) monotonic time of the next look at every tenant
         self.config = config or DeliveryConfig.from_settings(settings)
         self.sender = sender or DefaultSender(self.config, settings)
         self.rng = rng or random.Random()
@@ -85,24 +83,29 @@ class Dispatcher:
     def run_once(self, now: datetime) -> int:
         """Fan out and deliver what is due in every tenant; returns fan-outs plus attempts made."""
         total = 0
-        for slug in self._tenants(now):
+        taken = self._taken(now)
+        looked: list[int] = []  # the signals of the tenants looked at: settled at the end of the pass
+        for slug in sorted(taken):
             if self._stop.is_set():
                 break
             try:
                 total += self.run_tenant(slug, now)
+                looked += taken[slug]
             except Exception:  # one tenant's trouble (e.g. not yet migrated) must not stop the others
                 log.exception("delivery.tenant_failed", extra={"event": "delivery.tenant_failed", "tenant": slug})
+        if self.signals:
+            signals_mod.settle(self.db, looked)
         return total
 
-    def _tenants(self, now: datetime) -> list[str]:
+    def _taken(self, now: datetime) -> dict[str, list[int]]:
+        """The tenants of this pass, each with the signals that brought it (none: held, or the batch limit)."""
         if not self.signals:
-            return self.tenant_slugs()
-        chosen, self._again = self._again, set()
-        chosen |= signals_mod.take(self.db, now)
-        if self.sweep_s is not None and time.monotonic() >= self._next_sweep:
-            self._next_sweep = time.monotonic() + self.sweep_s
-            chosen |= set(self.tenant_slugs())
-        return sorted(chosen)
+            return {slug: [] for slug in self.tenant_slugs()}
+        taken: dict[str, list[int]] = {slug: [] for slug in self._again}
+        self._again = set()
+        for slug, ids in signals_mod.take(self.db, now).items():
+            taken.setdefault(slug, []).extend(ids)
+        return taken
 
     def run_tenant(self, slug: str, now: datetime) -> int:
         with self.db.tenant_session(slug) as session:

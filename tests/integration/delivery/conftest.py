@@ -37,8 +37,8 @@ def world(database: Any, settings: Any, make_tenant: Callable[..., str], manual_
     open_settings = settings.model_copy(update={"allow_private_targets": True, "smtp_port": smtp.port})
     slug = make_tenant()
     # On PostgreSQL as in production: the dispatcher looks at the tenants whose writes signalled work,
-    # and never sweeps, so every test here shows that the signals alone bring each delivery.
+    # and nothing else brings a tenant, so every test here shows that the signals alone bring each delivery.
     dispatcher = Dispatcher(database, manual_clock, open_settings, lambda: [slug], config=FAST, rng=random.Random(7),
-                            signals=not database.is_sqlite, sweep_s=None)
+                            signals=not database.is_sqlite)
     yield World(database, slug, manual_clock, dispatcher)
     dispatcher.stop()
