@@ -5,9 +5,11 @@ kill -9 during a burst, and procrastinate draining the same burst on the same se
     .venv/bin/python bench/pg_scale_bench.py --tenants 50 --schedules 10000 --bursts 2000   # a quick run
     options: --bursts 8000,20000 --procs 1,2,4 --runner noop|sandbox --failover 8000 --procrastinate 8000
              --warm-burst 8000 (drain one unmeasured burst first, so that the measured one meets warm connections)
+             --busy 50:50000 (50 tenants have run 50,000 times today already: the daily quotas' use to read)
+             --idle 120 --bursts "" --failover 0 --procrastinate "" (only the CPU of idle workers, bench/pg_idle.py)
              --pg-url postgresql+psycopg://...
 
-Set-up: a throwaway PostgreSQL (tests/support/pg.py; fsync off) unless --pg-url is
+Set-up (bench/pg_setup.py): a throwaway PostgreSQL (tests/support/pg.py; fsync off) unless --pg-url is
 given; tenants made by `registry.create_tenant` (schema + migrations, as `tenant
 create` does); in each tenant one script and one schedule made by the service
 (`service.create_schedule`), whose column values are then copied by multi-row
@@ -54,7 +56,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-NOOP_JS = "export default function (event) { return event.scheduleId; }"
 SECRET = "bench-secret-key-0123456789abcdef"
 # The no-op runner keeps as many runs out as the sandbox pool of 2 processes does (10 per process),
 # so the timer claims the same amount ahead as in production (a bare FunctionRunner would get 2).
@@ -71,96 +72,6 @@ def settings_for(url: str, var: Path, lease_margin_s: float = 30.0) -> Any:
 
     return Settings(database_url=url, var_dir=var, secret_key=SECRET, pool_size=int(os.environ.get("POOL", "10")),
                     lease_margin_s=lease_margin_s)
-
-
-# -- set-up -----------------------------------------------------------------------------------
-
-
-def create_tenants(db: Any, count: int) -> list[str]:
-    from almanac.tenants import migrations, registry
-
-    migrations.upgrade_shared(db)
-    now = datetime.now(timezone.utc)
-    slugs = [f"b{i:04d}" for i in range(count)]
-    t0 = time.monotonic()
-    for i, slug in enumerate(slugs):
-        registry.create_tenant(db, slug, admin_email=f"a@{slug}.test", admin_password="correct-horse-battery",
-                               name=slug, min_interval_seconds=60, now=now)
-        if i % 100 == 99:
-            print(f"  {i + 1} tenants, {time.monotonic() - t0:.0f} s", flush=True)
-    return slugs
-
-
-def fill_tenant(db: Any, slug: str, count: int, rule: str) -> None:
-    """One schedule through the service, then `count - 1` copies of its values by multi-row INSERTs."""
-    from sqlalchemy import select
-
-    from almanac.platform import planning, service
-    from almanac.platform.models import Occurrence, Schedule, Script, ScriptVersion
-
-    now = datetime.now(timezone.utc)
-    S, O = Schedule.__table__, Occurrence.__table__
-    with db.tenant_session(slug) as s:
-        script = Script(name="noop", current_version=1, timeout_ms=1000, memory_mb=32, created_at=now, updated_at=now)
-        s.add(script)
-        s.flush()
-        s.add(ScriptVersion(script_id=script.id, version=1, source=NOOP_JS, created_at=now))
-        fields = dict(name="s0", script_id=script.id, rule=rule, timezone="UTC", start=None, payload=None,
-                      enabled=True, priority=0, misfire="run_once", catchup_window_s=86400, overlap="skip",
-                      expire_after_s=None, max_attempts=3, retry_backoff_s=10)
-        first = service.create_schedule(s, planning.RecurrenceRules(), fields, now=now, min_interval_s=60)
-        s.flush()
-        template = dict(s.execute(select(S).where(S.c.id == first.id)).one()._mapping)
-        occurrence = dict(s.execute(select(O).where(O.c.schedule_id == first.id)).one()._mapping)
-    del template["id"], occurrence["id"]
-    chunk = 5000
-    with db.tenant_connection(slug) as conn:
-        for start in range(1, count, chunk):
-            rows = [{**template, "name": f"s{i}"} for i in range(start, min(count, start + chunk))]
-            ids = conn.execute(S.insert().returning(S.c.id, sort_by_parameter_order=True), rows).scalars().all()
-            conn.execute(O.insert(), [{**occurrence, "schedule_id": sid} for sid in ids])
-        conn.commit()
-
-
-def clone_template(args: Any) -> bool:
-    """Point `args.pg_url` at a fresh copy of the template database; False (pointed at the template) if there is none yet."""
-    import uuid
-
-    import psycopg
-
-    base = args.pg_url.rsplit("/", 1)[0]
-    server = base.replace("postgresql+psycopg", "postgresql")  # the same server, as psycopg names it
-    with psycopg.connect(server + "/postgres", autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.template,)).fetchone() is None:
-            conn.execute(f'CREATE DATABASE "{args.template}"')
-            args.pg_url = f"{base}/{args.template}"
-            return False
-        refuse_stale_template(server, args.template)
-        name = f"bench_{uuid.uuid4().hex[:8]}"
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{args.template}"')
-    args.pg_url = f"{base}/{name}"
-    return True
-
-
-def refuse_stale_template(server: str, template: str) -> None:
-    """Stop if the template's planned occurrences fall due within the hour.
-
-    Its daily schedules were planned at least 11 hours ahead on the day it was made; a day later
-    they are all due, and a run on a clone would drain the million with the burst and report
-    that as the burst's lag and rate.
-    """
-    import psycopg
-
-    with psycopg.connect(f"{server}/{template}") as conn:  # closed before the clone: a template must be idle
-        soonest = conn.execute("SELECT min(due_at) FROM due_index").fetchone()[0]
-    if soonest is not None and soonest < datetime.now(timezone.utc) + timedelta(hours=1):
-        raise SystemExit(f"template {template}: its schedules fall due from {soonest:%Y-%m-%d %H:%M} UTC, within "
-                         "the hour, so a run would drain them with the burst; drop the database to make it again")
-
-
-def daily_rule() -> str:
-    hour = (datetime.now(timezone.utc).hour + 12) % 24  # next occurrence at least 11 hours away
-    return f"FREQ=DAILY;BYHOUR={hour};BYMINUTE=0;BYSECOND=0"
 
 
 # -- one phase ----------------------------------------------------------------------------------
@@ -398,6 +309,9 @@ def main() -> None:
     parser.add_argument("--template", help="with --pg-url: keep the set-up as this database and clone it on later "
                                            "runs of the same --tenants / --schedules (setting up 1,000 tenants takes minutes); "
                                            "refused once its daily schedules fall due within the hour (a day after it was made)")
+    parser.add_argument("--idle", type=float, default=0.0,
+                        help="first sample the CPU of the workers and PostgreSQL this long with nothing due (bench/pg_idle.py)")
+    parser.add_argument("--busy", default="", help="N:M: the first N tenants have run M times today already")
     parser.add_argument("--warmup", type=float, default=6.0)
     parser.add_argument("--warm-burst", type=int, default=0,
                         help="before each measured burst, drain one of this size unmeasured (warm connections)")
@@ -409,7 +323,7 @@ def main() -> None:
     if args.worker:
         return worker_main(args)
     from almanac.db import Database
-    from bench import pg_procrastinate
+    from bench import pg_idle, pg_procrastinate, pg_setup
     from tests.support.pg import PgServer
 
     command = " ".join(["python", "bench/pg_scale_bench.py", *sys.argv[1:]])
@@ -422,27 +336,38 @@ def main() -> None:
     var = Path(tempfile.mkdtemp(prefix="almanac-pgbench-"))
     per_tenant = args.schedules // args.tenants
     t0 = time.monotonic()
-    cloned = bool(args.template) and clone_template(args)
+    cloned = bool(args.template) and pg_setup.clone_template(args)
     db = Database(settings_for(args.pg_url, var))
     try:
         if cloned:
             slugs, t1 = [f"b{i:04d}" for i in range(args.tenants)], time.monotonic()
             print(f"set-up cloned from database {args.template} in {t1 - t0:.1f} s", flush=True)
-        else:
-            slugs = create_tenants(db, args.tenants)
+            pg_setup.bring_up_to_date(db)
             t1 = time.monotonic()
-            rule = daily_rule()
+        else:
+            slugs = pg_setup.create_tenants(db, args.tenants)
+            t1 = time.monotonic()
+            rule = pg_setup.daily_rule()
             for i, slug in enumerate(slugs):
-                fill_tenant(db, slug, per_tenant, rule)
+                pg_setup.fill_tenant(db, slug, per_tenant, rule)
                 if i % 100 == 99:
                     print(f"  {(i + 1) * per_tenant} schedules, {time.monotonic() - t1:.0f} s", flush=True)
         t2 = time.monotonic()
         if args.template and not cloned:  # kept as it is now, then this run works on a copy of it
             db.dispose()
-            clone_template(args)
+            pg_setup.clone_template(args)
             db = Database(settings_for(args.pg_url, var))
         print(f"set-up: {args.tenants} tenants in {t1 - t0:.0f} s, {per_tenant * args.tenants} schedules "
               f"in {t2 - t1:.0f} s", flush=True)
+        if args.busy:
+            pg_setup.add_runs_today(db, slugs, *(int(n) for n in args.busy.split(":")))
+        if args.idle:
+            procs = max(int(p) for p in args.procs.split(","))
+            workers = start_workers(args, args.pg_url, var, procs, "idle")
+            try:
+                print(pg_idle.table(pg_idle.sample([w.pid for w in workers], args.idle), procs, args.tenants), flush=True)
+            finally:
+                stop_workers(workers)
         bursts = [int(b) for b in args.bursts.split(",") if b]
         warm = max(1, args.warm_burst // args.tenants) if args.warm_burst else 0
         phases = [max(1, b // args.tenants) + warm for b in bursts for _ in args.procs.split(",")]
