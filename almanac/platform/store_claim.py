@@ -38,7 +38,7 @@ from almanac.platform.models import (
     Job, Occurrence, Run, Schedule, Script, ScriptVersion,
 )
 from almanac.platform.store import Claim, ClaimBatch
-from almanac.platform.store_claim_batch import SCRIPTS, Batch, Pending, ScriptAtHand
+from almanac.platform.store_claim_batch import DUE_COLUMNS, SCRIPTS, Batch, Pending, ScriptAtHand
 from almanac.platform.store_record import RELEASE_QUEUED
 from almanac.sandbox.contract import RunResult
 
@@ -89,12 +89,10 @@ def _ids(name: str = "b_ids") -> Any:
 
 
 # Only the columns the claim reads: every datetime column costs a conversion per row.
-_DUE_COLUMNS = (O.c.id, O.c.schedule_id, O.c.job_id, O.c.schedule_version, O.c.scheduled_for, O.c.trigger,
-                O.c.status, O.c.attempt, O.c.lease_token)
-_DUE = (select(*_DUE_COLUMNS).where(O.c.due_at <= bindparam("b_now"))
+_DUE = (select(*DUE_COLUMNS).where(O.c.due_at <= bindparam("b_now"))
         .order_by(O.c.priority.desc(), O.c.due_at, O.c.id).limit(bindparam("b_limit")))
 _DUE_LOCKED = _DUE.with_for_update(skip_locked=True)
-_ONE = select(*_DUE_COLUMNS).where(O.c.id == bindparam("b_id"))
+_ONE = select(*DUE_COLUMNS).where(O.c.id == bindparam("b_id"))
 _CLAIM_CAS = Bulk(update(O).where(
     O.c.id == bindparam("b_id"), O.c.status == bindparam("b_status"), O.c.attempt == bindparam("b_attempt"),
 ).values(status=RUNNING, attempt=bindparam("b_new_attempt"), lease_token=bindparam("b_token"),

@@ -27,6 +27,9 @@ def _ids(name: str = "b_ids") -> Any:
     return bindparam(name, expanding=True)
 
 
+# What the claim reads of a due occurrence, tenant by tenant (`store_claim`) and across tenants (`store_claim_reads`).
+DUE_COLUMNS = (O.c.id, O.c.schedule_id, O.c.job_id, O.c.schedule_version, O.c.scheduled_for, O.c.trigger,
+               O.c.status, O.c.attempt, O.c.lease_token)
 SCHEDULES = select(
     S.c.id, S.c.script_id, S.c.input_kind, S.c.rrule, S.c.payload, S.c.enabled, S.c.misfire, S.c.catchup_window_s,
     S.c.overlap, S.c.expire_after_s, S.c.max_attempts, S.c.retry_backoff_s, S.c.priority, S.c.version,

@@ -17,16 +17,17 @@ as the per-tenant statements of `store_claim`, and times come back in UTC as
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from almanac.platform.across import chunks, schema_quoter
 from almanac.platform.models import RUNNING
 from almanac.platform.quotas import day_start
+from almanac.platform.store_claim_batch import DUE_COLUMNS, JOBS, RUNNING_OF, SCHEDULES, SCRIPTS
 
 class DueRow(NamedTuple):
-    """A due occurrence as the claim reads it (`store_claim._DUE_COLUMNS`)."""
+    """A due occurrence as the claim reads it (`store_claim_batch.DUE_COLUMNS`, in that order)."""
 
     id: int
     schedule_id: int | None
@@ -95,17 +96,20 @@ def _utc(value: datetime | None) -> Any:
     return None if value is None else value.astimezone(timezone.utc)
 
 
-_LOCKED = ("SELECT id, schedule_id, job_id, schedule_version, scheduled_for, trigger, status, attempt, lease_token, "
-           "priority, due_at FROM {schema}.occurrences WHERE id = ANY(%(ids{i})s::int[]) AND due_at <= %(now)s "
-           "ORDER BY priority DESC, due_at, id FOR UPDATE SKIP LOCKED")
-_SCHEDULES = ("SELECT {i}, id, script_id, input_kind, rrule, payload, enabled, misfire, catchup_window_s, overlap, "
-              "expire_after_s, max_attempts, retry_backoff_s, priority, version FROM {schema}.schedules "
+def _columns(columns: Iterable[Any]) -> str:
+    """Core columns as a select list: the per-tenant reads' columns (`store_claim_batch`), read alike here."""
+    return ", ".join(column.name for column in columns)
+
+
+_LOCKED = ("SELECT " + _columns(DUE_COLUMNS) + ", priority, due_at FROM {schema}.occurrences "
+           "WHERE id = ANY(%(ids{i})s::int[]) AND due_at <= %(now)s ORDER BY priority DESC, due_at, id "
+           "FOR UPDATE SKIP LOCKED")
+_SCHEDULES = ("SELECT {i}, " + _columns(SCHEDULES.selected_columns) + " FROM {schema}.schedules "
               "WHERE id = ANY(%(sch{i})s::int[])")
-_JOBS = ("SELECT {i}, id, key, script_id, run_at, payload, expire_after_s, max_attempts, state, root_key, depth "
-         "FROM {schema}.jobs WHERE id = ANY(%(job{i})s::int[])")
-_RUNNING = ("SELECT {i}, id, schedule_id, lease_until FROM {schema}.occurrences "
+_JOBS = "SELECT {i}, " + _columns(JOBS.selected_columns) + " FROM {schema}.jobs WHERE id = ANY(%(job{i})s::int[])"
+_RUNNING = ("SELECT {i}, " + _columns(RUNNING_OF.selected_columns) + " FROM {schema}.occurrences "
             "WHERE schedule_id = ANY(%(sch{i})s::int[]) AND status = %(running)s")
-_SCRIPTS = ("SELECT {i}, id, timeout_ms, memory_mb, current_version FROM {schema}.scripts "
+_SCRIPTS = ("SELECT {i}, " + _columns(SCRIPTS.selected_columns) + " FROM {schema}.scripts "
             "WHERE id = ANY(%(scr{i})s::int[])")
 _SOURCES = ("SELECT {i}, script_id, version, source FROM {schema}.script_versions "
             "WHERE script_id = ANY(%(src{i})s::int[]) AND (script_id, version) IN "

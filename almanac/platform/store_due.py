@@ -44,7 +44,7 @@ from almanac.platform import planning, policies, quotas
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
-from almanac.platform.store_claim import _DUE_COLUMNS
+from almanac.platform.store_claim_batch import DUE_COLUMNS
 from almanac.platform.store_claim_across import Part, write_claims
 from almanac.platform.store_claim_reads import read_tenants
 from almanac.platform.store_record import _RENEW, _TOKENS, Finish, _Fenced
@@ -88,7 +88,7 @@ FOR UPDATE OF d SKIP LOCKED
 """)
 _NEXT_DUE = select(func.min(D.c.due_at))
 _BACKLOG = text("SELECT tenant_slug, count(*) FROM due_index WHERE due_at <= :now GROUP BY tenant_slug")
-_ROWS_LOCKED = (select(*_DUE_COLUMNS).where(O.c.id.in_(bindparam("b_ids", expanding=True)),
+_ROWS_LOCKED = (select(*DUE_COLUMNS).where(O.c.id.in_(bindparam("b_ids", expanding=True)),
                                              O.c.due_at <= bindparam("b_now"))
                 .order_by(O.c.priority.desc(), O.c.due_at, O.c.id).with_for_update(skip_locked=True))
 _EXISTING = select(O.c.id).where(O.c.id.in_(bindparam("b_ids", expanding=True)))
