@@ -156,6 +156,11 @@ class ClaimMixin:
                                   self._sources[(tenant, r.id, r.current_version)])
                     for r in rows if (tenant, r.id, r.current_version) in self._sources}
 
+    def _source_known(self, tenant: str, script_id: int, version: int) -> bool:
+        """Whether the cache holds this version's source (a pass across tenants reads only the others)."""
+        with self._sources_lock:
+            return (tenant, script_id, version) in self._sources
+
     def _remember_sources(self, tenant: str, found: Iterable[tuple[tuple[int, int], str]]) -> None:
         """Keep these ((script id, version), source) of the tenant; the cache is bounded (a string per version)."""
         with self._sources_lock:

@@ -164,8 +164,7 @@ class DueMixin:
     # ClaimMixin's (before this one in SqlStore's bases)
     _run_values: Callable[..., dict[str, Any]]
     _claim_of: Callable[..., Claim]
-    _sources: dict[tuple[str, int, int], str]
-    _sources_lock: Any
+    _source_known: Callable[[str, int, int], bool]
 
     def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
                     lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> Any:
@@ -293,10 +292,6 @@ class DueMixin:
                 current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in mine]}).all())
                 lost |= {(slug, c.run_id) for c in mine if current.get(c.occurrence_id) != c.lease_token}
         return lost
-
-    def _source_known(self, tenant: str, script_id: int, version: int) -> bool:
-        with self._sources_lock:
-            return (tenant, script_id, version) in self._sources
 
     def _write_deferred(self, conn: Any, deferred: list[tuple[str, Any]], now: datetime) -> list[Claim]:
         """The deferred plans and claims of these tenants' parts, by one statement per 64 tenants; the claims."""
