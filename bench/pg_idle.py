@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from statistics import fmean
 from typing import Any
 
 START_S = 10.0  # the first seconds: the processes' start (imports, the first leases), reported apart
@@ -51,12 +52,12 @@ def sample(worker_pids: list[int], seconds: float, step: float = 2.0) -> dict[st
     start = [w for w in windows if w[0] <= START_S]
     idle = [w for w in windows if w[0] > START_S]
 
-    def cores(rows: list[tuple[float, float, float]], i: int, how: Any) -> float:
-        return round(how(r[i] for r in rows), 3) if rows else float("nan")
+    def cores(how: Any, i: int) -> float:  # i: 1 the workers, 2 PostgreSQL
+        return round(how([r[i] for r in idle]), 3) if idle else float("nan")
 
     return {"start_cpu_s": [round(sum(r[i] for r in start) * step, 1) for i in (1, 2)],
-            "idle_mean_cores": [cores(idle, i, lambda xs: sum(xs) / len(idle)) for i in (1, 2)],
-            "idle_max_cores": [cores(idle, i, max) for i in (1, 2)], "seconds": round(last_t - t0, 1)}
+            "idle_mean_cores": [cores(fmean, i) for i in (1, 2)],
+            "idle_max_cores": [cores(max, i) for i in (1, 2)], "seconds": round(last_t - t0, 1)}
 
 
 def table(row: dict[str, Any], procs: int, tenants: int) -> str:
