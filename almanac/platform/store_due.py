@@ -47,7 +47,7 @@ from almanac.platform.store import Claim
 from almanac.platform.store_claim_batch import DUE_COLUMNS
 from almanac.platform.store_claim_across import Part, write_claims
 from almanac.platform.store_claim_reads import read_tenants
-from almanac.platform.store_record import _RENEW, _TOKENS, Finish, _Fenced
+from almanac.platform.store_record import _RENEW, _TOKENS, Finish, _Fenced, log_fenced
 from almanac.platform.store_record_across import is_plain, record_plain
 
 log = logging.getLogger("almanac.scheduler")
@@ -179,8 +179,9 @@ class DueMixin:
         tenant are recorded by one statement per `across.TENANTS_PER_STATEMENT` tenants
         (`store_record_across`), and the others tenant by tenant (`_finish_batch`, optimistic)
         on the same connection, its schema mapped in turn, tenants in one order (no lock cycles).
-        None when some attempt had lost its lease: everything was rolled back, nothing recorded,
+        None when a plain attempt had lost its lease: everything was rolled back, nothing recorded,
         and the caller records tenant by tenant (`finish_many`, which tells held from fenced).
+        Another attempt that lost its lease is refused in place (False, and a `run.fenced` line).
         Any other failure rolls back too and raises.
         """
         plain, rest = _split_plain(items)
@@ -200,6 +201,7 @@ class DueMixin:
                             applied[i] = ok
         except _Fenced:
             return None
+        log_fenced(items, applied)  # the per-tenant part refuses a lapsed attempt without a rollback
         return applied
 
     def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,

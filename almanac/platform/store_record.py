@@ -83,6 +83,13 @@ _RENEW = Bulk(update(O).where(
 _TOKENS = select(O.c.id, O.c.lease_token).where(O.c.id.in_(bindparam("b_ids", expanding=True)))
 
 
+def log_fenced(items: Sequence[Finish], applied: Sequence[bool]) -> None:
+    """One warning per attempt whose record was refused: its lease had passed to another process."""
+    for (claim, *_), ok in zip(items, applied):
+        if not ok:
+            log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
+
+
 class _Fenced(Exception):
     """The optimistic release found an attempt that lost its lease: record the batch the careful way."""
 
@@ -113,9 +120,7 @@ class RecordMixin:
         except _Fenced:  # rolled back: nothing of the optimistic attempt remains
             with self.db.tenant_session(tenant) as s:
                 applied = self._finish_batch(s, items, optimistic=False)
-        for (claim, *_), ok in zip(items, applied):
-            if not ok:
-                log.warning("run.fenced", extra={"event": "run.fenced", "run_id": claim.run_id})
+        log_fenced(items, applied)
         return applied
 
     def renew_leases(self, tenant: str, claims: Sequence[Claim], now: datetime) -> set[int]:

@@ -389,7 +389,9 @@ def test_a_worker_paused_past_its_lease_cannot_finish_the_run_another_took_over(
     finally:
         os.kill(paused.pid, signal.SIGCONT)
     deadline = time.monotonic() + 20
-    while '"run.fenced"' not in c.log(0):  # the resumed worker tried to record attempt 1, and was refused
+    # Resumed, the worker records attempt 1 and is refused: as `succeeded` if its reactor reads the
+    # child's result first, as `timed_out` if its watchdog first kills the child as hung. Both say so.
+    while '"run.fenced"' not in c.log(0):
         assert time.monotonic() < deadline, c.log(0)[-3000:]
         time.sleep(0.2)
     runs = sorted(c.runs(slug), key=lambda r: r.attempt)

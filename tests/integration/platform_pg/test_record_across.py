@@ -141,3 +141,25 @@ def test_an_occurrence_met_twice_in_the_batch_is_fenced_row_by_row() -> None:
              (other, RunResult("failed"), T1, T1)]
     assert _split_plain(items) == ([], [("a", [0, 1, 2, 3])])
     assert _split_plain(items[2:3]) == ([("a", [0])], [])
+
+
+def test_an_attempt_taken_over_is_fenced_and_logged_on_the_per_tenant_path_too(
+        database: Database, make_tenant: Callable[..., str], caplog: pytest.LogCaptureFixture) -> None:
+    """A timed-out attempt (retried, so not a plain one) whose lease another process took over.
+
+    `finish_across` refuses it without a rollback; before, only `finish_many` said so in the
+    log, and a worker paused past its lease whose sandbox was killed as hung on resume fenced
+    silently (seen in CI: the acceptance test waited for `run.fenced` in vain).
+    """
+    slug = make_tenant("rt-0")
+    store, claims = _claimed(database, [slug])
+    lost = [c for c in claims if c.job_key == "j0"][0]
+    with database.tenant_session(slug) as s:  # another process took the attempt over
+        s.execute(update(Occurrence).where(Occurrence.id == lost.occurrence_id).values(lease_token="x" * 32))
+    before = snapshot(database, slug)
+    timed_out = RunResult("timed_out", error="timed out after 1000 ms", duration_ms=1000)
+    with caplog.at_level("WARNING", logger="almanac"):
+        assert store.finish_across(_items([lost], lambda c: timed_out)) == [False]
+    assert snapshot(database, slug) == before
+    fenced = [r for r in caplog.records if getattr(r, "event", None) == "run.fenced"]
+    assert [getattr(r, "run_id", None) for r in fenced] == [lost.run_id]
