@@ -34,6 +34,7 @@ class Worker:
         self.parked_at = 0.0
         self.retiring: str | None = None  # it said it exits after its run, and why
         self.runs = 0
+        self.handed = (0, 0.0)  # (job id, when the parent answered its fetch); see ``_poolwatch``
         self.retired = False
         # Held while writing to the pipe and while closing it. Unserialized, a capability's answer that
         # read the descriptor before `retire` closed it could be written after a replacement worker was

@@ -32,7 +32,9 @@ so threads cannot use two cores; processes can.
 * Failure: if a worker dies mid-run (crash, OOM kill) the run ends ``failed``
   with "sandbox worker died"; if it has not answered once its timeout plus
   ``GRACE_S`` have passed (wall time, capability calls included, as for the
-  guest's own deadline), it is killed and the run ends ``timed_out``.  Either
+  guest's own deadline; counted from when it had its script, and judged only
+  after what it wrote has been read: ``_poolwatch``), it is killed and the run
+  ends ``timed_out``.  Either
   way the worker is replaced.  A worker that dies while idle costs no run:
   the tickets stay in the socket for the others.
 
@@ -72,6 +74,7 @@ from . import _engine, _poolworker
 from ._pooljobs import Job, problem_from
 from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
 from ._poolspares import LINGER_S, SparesMixin
+from ._poolwatch import WATCH_MS, WatchMixin
 from ._poolworker import TICKET_HEAD, dump, ticket
 from .capabilities import WAITING_METHODS, Capabilities
 from .contract import RunRequest, RunResult
@@ -80,23 +83,20 @@ from .runtime import CHECK_LIMITS, SyntaxProblem
 
 log = logging.getLogger("almanac.sandbox")
 
-GRACE_S = 2.0  # past a run's own deadline before the parent kills its worker
 JOIN_S = 60.0
 CLOSE_WAIT_S = 5.0  # close() lets runs in flight finish this long, then kills their workers
-LOST_TICKET_S = 2.0  # after a worker died idle: how long its taken-but-unstarted tickets are given
 # Ticketed runs per worker (running or waiting in the socket). Deep enough that a worker still
 # finds work while the parent's reactor waits for the GIL (the scheduler's recorder may hold it
 # for milliseconds): measured on 2 cores, 4 -> 8 took a 2,000-job burst from ~1,360 to ~1,470
 # jobs/s and cut the parent's CPU per job; 16 gained nothing more. A ticket's run may start up
 # to this many runs after it was handed over.
 TICKETS_PER_WORKER = 8
-WATCH_MS = 100  # how often the reactor looks at the workers' slots while runs are out
 MAX_MESSAGE = 64 * 1024 * 1024
 SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
 DEFAULT_SPARES = 32  # workers started beyond ``size`` while runs wait on the network
 
 
-class SandboxPool(SparesMixin):
+class SandboxPool(SparesMixin, WatchMixin):
     """Runs scripts in worker processes; thread-safe; same API as ``Sandbox``, plus ``submit``."""
 
     def __init__(self, workers: int | None = None, cache_dir: Path | None = None,
@@ -340,6 +340,7 @@ class SandboxPool(SparesMixin):
         if kind == "fetch":
             reply = ["v", job.request.to_wire()] if job is not None else ["x", "gone"]
             worker.send(dump(reply))
+            worker.handed = (job_id, time.monotonic())  # its run's clock starts now (``_poolwatch``)
         elif kind == "cap":
             method, args = message[2], message[3]
             caps = job.caps if job is not None else None
@@ -350,35 +351,6 @@ class SandboxPool(SparesMixin):
                 self._caps.submit(answer_capability, worker, caps, method, args)
         else:
             raise ValueError(kind)
-
-    def _watch(self, now: float) -> None:
-        """Kill workers past their run's deadline; fail tickets a dead worker took and never started;
-        start spares for workers parked on the network, and let them go when no longer needed."""
-        self._add_spares(now)
-        self._let_go(now)
-        for worker in list(self._workers.values()):
-            job_id, started = worker.running()
-            if job_id and now > started + _job_timeout(self._jobs.get(job_id)):
-                worker.process.kill()
-                self._lose(worker, "hung")
-        if self._lost_idle_at is not None and now - self._lost_idle_at > LOST_TICKET_S:
-            self._fail_lost_tickets()
-
-    def _fail_lost_tickets(self) -> None:
-        """A worker died between taking a ticket and saying so: that ticket's job never ends by itself.
-
-        Once the socket is empty and every live worker has had ``LOST_TICKET_S`` to say
-        which job it took, ticketed jobs that no worker started are lost: they end
-        ``failed`` (never run again: a stalled worker might still run them).
-        """
-        if select.select([self._tickets_in], [], [], 0)[0]:
-            return  # tickets still wait: look again later
-        running = {worker.running()[0] for worker in self._workers.values()}
-        with self._lock:
-            lost = [job for job in self._jobs.values() if job.state == "ticketed" and job.id not in running]
-            self._lost_idle_at = None
-        for job in lost:
-            self._finish(job, job.ended("failed", "sandbox worker died"))
 
     def _lose(self, worker: Worker, why: str) -> None:
         """The worker is gone (or going): fail its run, if any, and start a replacement."""
@@ -525,10 +497,6 @@ def _close_open_pools() -> None:
     # the workers: the reactor would otherwise see them die and start replacements.
     for pool in list(_open_pools):
         pool.close()
-
-
-def _job_timeout(job: Job | None) -> float:
-    return (job.request.limits.timeout_ms / 1000 if job is not None else 0.0) + GRACE_S
 
 
 def _drain_pipe(fd: int) -> None:

@@ -389,8 +389,8 @@ def test_a_worker_paused_past_its_lease_cannot_finish_the_run_another_took_over(
     finally:
         os.kill(paused.pid, signal.SIGCONT)
     deadline = time.monotonic() + 20
-    # Resumed, the worker records attempt 1 and is refused: as `succeeded` if its reactor reads the
-    # child's result first, as `timed_out` if its watchdog first kills the child as hung. Both say so.
+    # Resumed, the worker records attempt 1 and is refused. (Its sandbox child may have waited all
+    # along for the script's source: that wait is not the run's, so the child is not killed as hung.)
     while '"run.fenced"' not in c.log(0):
         assert time.monotonic() < deadline, c.log(0)[-3000:]
         time.sleep(0.2)

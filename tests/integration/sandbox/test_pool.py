@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from almanac.sandbox import _poolwatch
 from almanac.sandbox import (RunRequest, CapabilityError, InMemoryCapabilities, Limits, NullCapabilities,
                              Sandbox, SandboxPool)
 
@@ -218,6 +219,62 @@ def test_a_worker_that_stops_answering_is_killed_after_its_deadline(single):
     assert time.monotonic() - started < 10
     assert single.run("export default () => 2", {}, Limits(), NullCapabilities()).output == 2
     assert single.worker_pids() != [old]
+
+
+# A run that takes long enough (0.3 s) for the watch to see it running, well within its 1 s timeout;
+# the parent stalls for longer than that timeout and the grace together.
+_BRIEF = "export default () => { const t = Date.now(); while (Date.now() - t < 300) {} return 'ran' }"
+_STALL_S = 1 + _poolwatch.GRACE_S + 0.5
+
+
+class _StalledPoller:
+    """The reactor's poller, except that once a worker has written, poll returns without saying so,
+    and the reactor stalls (a GC pause, a starved CPU, SIGSTOP) before it looks at the deadlines."""
+
+    def __init__(self, real, workers, stall_s):
+        self.real, self.workers, self.stall_s, self.armed = real, workers, stall_s, True
+        self.entered = threading.Event()
+
+    def poll(self, timeout):
+        self.entered.set()
+        events = self.real.poll(timeout)
+        if self.armed and any(fd in self.workers for fd, _ in events):
+            self.armed = False
+            time.sleep(self.stall_s)
+            return [(fd, ev) for fd, ev in events if fd not in self.workers]
+        return events
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_a_run_is_not_charged_for_a_stalled_parent_handing_over_its_source(single, monkeypatch):
+    """The worker stamps the run's start, then asks the parent for the source it lacks. A parent
+    that answered GRACE_S late had its watch kill the worker at once: a trivial run timed out
+    (seen in CI as a worker paused past its lease whose run was recorded timed_out)."""
+    handle = single._handle
+
+    def slow(worker, message):
+        if message[0] == "fetch":
+            time.sleep(_STALL_S)
+        handle(worker, message)
+
+    monkeypatch.setattr(single, "_handle", slow)
+    r = single.run(_BRIEF, {}, Limits(timeout_ms=1000), NullCapabilities())
+    assert (r.status, r.output) == ("succeeded", "ran")
+    assert single.worker_counts()["lost"] == 0
+
+
+def test_what_a_worker_wrote_is_read_before_its_deadline_is_judged(single, monkeypatch):
+    """The reactor stalled after a poll that missed the worker's request for its source: the watch
+    that follows reads the request (and answers it) before it calls the worker hung."""
+    stalled = _StalledPoller(single._poller, single._workers, _STALL_S)
+    monkeypatch.setattr(single, "_poller", stalled)
+    single._wake()  # the reactor waits in the real poller: it must come round to this one first
+    assert stalled.entered.wait(10)
+    r = single.run(_BRIEF, {}, Limits(timeout_ms=1000), NullCapabilities())
+    assert (r.status, r.output) == ("succeeded", "ran")
+    assert single.worker_counts()["lost"] == 0
 
 
 def test_many_threads_share_the_workers(pool):
