@@ -74,10 +74,13 @@ def _max_days_per_period(plan: Plan) -> int:
     f = plan.days
     cap = {"YEARLY": 371 if f.weeknos else 366, "MONTHLY": 31, "WEEKLY": 7, "DAILY": 1}[plan.freq]
     per_weekday = {"YEARLY": 53, "MONTHLY": 5, "WEEKLY": 1, "DAILY": 1}[plan.freq]
+    nths = len(f.nth)  # a numbered weekday (1MO, -1FR) happens at most once in its month or year
     if plan.freq == "YEARLY" and f.months:
         per_weekday = min(53, 5 * len(f.months))
+        if not f.nth_in_year:  # with BYMONTH it is numbered within each month (RFC 5545)
+            nths *= len(f.months)
     if f.plain or f.nth:
-        cap = min(cap, per_weekday * len(f.plain) + len(f.nth))
+        cap = min(cap, per_weekday * len(f.plain) + nths)
     if f.monthdays and plan.freq in ("MONTHLY", "DAILY"):
         cap = min(cap, len(f.monthdays))
     if f.monthdays and plan.freq == "YEARLY":

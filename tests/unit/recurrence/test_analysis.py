@@ -28,6 +28,7 @@ NEVER = [
                  "ended", id="until-spent"),
     pytest.param("2020-01-01T00:00:00Z", "in the past", id="one-off-in-the-past"),
     pytest.param("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30;BYHOUR=1,2", "29 days", id="feb-30-with-hours"),
+    pytest.param("FREQ=YEARLY;BYMONTH=1,2;BYDAY=1MO;BYSETPOS=3", "a year has at most 2", id="setpos-past-nths"),
 ]
 
 
@@ -45,6 +46,11 @@ RARE = [
     pytest.param("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO", "2044-02-29", id="feb-29-on-monday"),
     pytest.param("FREQ=MINUTELY;BYMONTH=2;BYMONTHDAY=29;BYDAY=MO;BYHOUR=9;BYMINUTE=0", "2044-02-29",
                  id="minutely-rare-day"),
+    # With BYMONTH, a yearly rule's numbered weekday is one per month allowed, not one per year:
+    # these were refused as "a year has at most 1" (found by the property test against dateutil).
+    pytest.param("FREQ=YEARLY;BYMONTH=1,2;BYDAY=1MO;BYSETPOS=2", "2027-02-01", id="setpos-nth-in-two-months"),
+    pytest.param("FREQ=YEARLY;BYMONTH=3,6,9,12;BYDAY=-1FR;BYSETPOS=4", "2026-12-25", id="setpos-last-friday-q4"),
+    pytest.param("FREQ=YEARLY;BYMONTH=1,7;BYDAY=1MO,-1FR;BYSETPOS=-1", "2027-07-30", id="setpos-two-nths-two-months"),
 ]
 
 
