@@ -7,6 +7,7 @@ kill -9 during a burst, and procrastinate draining the same burst on the same se
              --warm-burst 8000 (drain one unmeasured burst first, so that the measured one meets warm connections)
              --busy 50:50000 (50 tenants have run 50,000 times today already: the daily quotas' use to read)
              --idle 120 --bursts "" --failover 0 --procrastinate "" (only the CPU of idle workers, bench/pg_idle.py)
+             --floor 8000 (the same burst drained by the fewest statements per run, bench/pg_floor.py)
              --pg-url postgresql+psycopg://...
 
 Set-up (bench/pg_setup.py): a throwaway PostgreSQL (tests/support/pg.py; fsync off) unless --pg-url is
@@ -43,6 +44,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -116,6 +118,13 @@ def burst_runs(db: Any, slugs: list[str], due: datetime) -> list[Any]:
                                         R.c.scheduled_for, R.c.status, R.c.occurrence_id, R.c.attempt, R.c.reason)
                                  .where(R.c.scheduled_for == due, R.c.status != "running")).all()
     return rows
+
+
+def cpu_now(workers: list[subprocess.Popen]) -> list[float]:
+    """CPU seconds so far of the workers (main processes, the living ones) and of every PostgreSQL process."""
+    from bench import pg_idle
+
+    return [pg_idle.cpu_seconds([w.pid for w in workers]), pg_idle.cpu_seconds(pg_idle.postgres_pids())]
 
 
 def memory_kb(pid: int) -> dict[str, int]:
@@ -205,6 +214,8 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
         # took 28 s at load 20): lead by more than the last move took.
         moved, due, move_s = move_burst(db, slugs, per_tenant, offset, max(args.lead, 1.5 * LAST_MOVE_S[0] + 2))
         LAST_MOVE_S[0] = move_s
+        time.sleep(max(0.0, (due - datetime.now(timezone.utc)).total_seconds()))
+        cpu0 = cpu_now(workers)  # from the due time to the end of the drain (and up to a second after)
         deadline = time.monotonic() + args.timeout
         while True:
             time.sleep(0.5 if kill_one and killed_at is None else 1)
@@ -217,6 +228,7 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
                 killed_at = datetime.now(timezone.utc)
             if done >= moved or time.monotonic() > deadline:
                 break
+        cpu = [b - a for a, b in zip(cpu0, cpu_now(workers))]
         mem = [memory_kb(w.pid) for w in workers if w.poll() is None]
         load = os.getloadavg()
     finally:
@@ -235,6 +247,8 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
         "peak_rss_mb": [round(m.get("VmHWM", 0) / 1024, 1) for m in mem],
         "move_s": round(move_s, 2), "load": [round(x, 2) for x in load],
     }
+    if killed_at is None:  # a killed worker's CPU is gone from /proc
+        result["cpu_ms_per_run"] = [round(1000 * c / max(1, len(ok)), 3) for c in cpu]  # workers, PostgreSQL
     if killed_at is not None:
         after = sorted(r.started_at for r in ok if r.started_at and r.started_at >= killed_at)
         retried = [r for r in ok if r.attempt > 1]
@@ -281,14 +295,15 @@ def worker_main(args: Any) -> None:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| system | processes | due at once | ran (twice) | drain/s | drain s | lag p50 / p99 s | RSS MB (peak) | load 1/5/15 |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| system | processes | due at once | ran (twice) | drain/s | drain s | lag p50 / p99 s | RSS MB (peak) | "
+             "CPU ms per run: workers / PostgreSQL | load 1/5/15 |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rss = f"{min(r['rss_mb'], default=0)}-{max(r['rss_mb'], default=0)} ({max(r['peak_rss_mb'], default=0)})" \
             if "rss_mb" in r else "-"
         extra = " kill -9 one" if "killed_after_s" in r else ""
         lines.append(f"| {r['system']}{extra} | {r['processes']} | {r['due']} | {r['ran']} ({r.get('twice', '-')}) | "
                      f"{r['per_second']} | {r['drain_s']} | {r['lag_p50_s']} / {r['lag_p99_s']} | {rss} | "
+                     f"{' / '.join(str(x) for x in r.get('cpu_ms_per_run', [])) or '-'} | "
                      f"{' / '.join(str(x) for x in r.get('load', []))} |")
     return "\n".join(lines)
 
@@ -302,6 +317,9 @@ def main() -> None:
     parser.add_argument("--failover", type=int, default=8000, help="burst of the kill -9 phase (4 processes); 0: none")
     parser.add_argument("--procrastinate", default="8000", help="bursts drained by procrastinate; empty: none")
     parser.add_argument("--procrastinate-concurrency", type=int, default=10)
+    parser.add_argument("--floor", type=int, default=0,
+                        help="burst of the floor phases (bench/pg_floor.py: the fewest statements per run); 0: none")
+    parser.add_argument("--floor-pass", type=int, default=120, help="rows a pass of the floor phases claims")
     parser.add_argument("--runner", choices=("noop", "sandbox"), default="noop")
     parser.add_argument("--lease-margin", type=float, default=5.0,
                         help="lease margin of the workers (s): how long a killed process's claimed runs wait")
@@ -323,10 +341,10 @@ def main() -> None:
     if args.worker:
         return worker_main(args)
     from almanac.db import Database
-    from bench import pg_idle, pg_procrastinate, pg_setup
+    from bench import pg_floor, pg_idle, pg_procrastinate, pg_setup
     from tests.support.pg import PgServer
 
-    command = " ".join(["python", "bench/pg_scale_bench.py", *sys.argv[1:]])
+    command = shlex.join(["python", "bench/pg_scale_bench.py", *sys.argv[1:]])
     server = None
     if args.pg_url is None:
         server = PgServer()
@@ -372,6 +390,9 @@ def main() -> None:
         warm = max(1, args.warm_burst // args.tenants) if args.warm_burst else 0
         phases = [max(1, b // args.tenants) + warm for b in bursts for _ in args.procs.split(",")]
         phases += [max(1, args.failover // args.tenants) + warm] if args.failover else []
+        floors = [(procs, spread, cache) for procs in (int(p) for p in args.procs.split(","))
+                  for spread in (False, True) for cache in (False, True)] if args.floor else []
+        phases += [max(1, args.floor // args.tenants)] * len(floors)  # the floor moves the next planned ones
         if sum(phases) > per_tenant:  # each phase moves the next set of every tenant's schedules
             raise SystemExit(f"{per_tenant} schedules per tenant cannot feed phases of {phases} each: "
                              "raise --schedules or lower the bursts")
@@ -387,6 +408,10 @@ def main() -> None:
             results.append(run_phase(args, db, args.pg_url, var, slugs, 4, phase, args.failover, kill_one=True,
                                      offset=sum(phases[:phase])))
             print(json.dumps(results[-1]), flush=True)
+        floor_rows = []
+        for procs, spread, cache in floors:
+            floor_rows.append(pg_floor.run(args.pg_url, args.floor, procs, args.floor_pass, spread=spread, warm=cache))
+            print(json.dumps(floor_rows[-1]), flush=True)
         for burst in (int(b) for b in args.procrastinate.split(",") if b):
             for procs in (int(p) for p in args.procs.split(",")):
                 row = pg_procrastinate.burst(args.pg_url, burst, procs, args.procrastinate_concurrency, var)
@@ -395,10 +420,10 @@ def main() -> None:
                 print(json.dumps(row), flush=True)
         summary = {"command": command, "tenants": args.tenants, "schedules": per_tenant * args.tenants,
                    "runner": args.runner, "cores": os.cpu_count(), "setup_s": [round(t1 - t0), round(t2 - t1)],
-                   "phases": results}
+                   "phases": results, "floor": floor_rows}
         print(json.dumps(summary, indent=2))
         print(f"\n{command}\n{args.tenants} tenants, {per_tenant * args.tenants} schedules, runner {args.runner}, "
-              f"{os.cpu_count()} cores\n\n{table(results)}")
+              f"{os.cpu_count()} cores\n\n{table(results)}" + (f"\n\n{pg_floor.table(floor_rows)}" if floor_rows else ""))
     finally:
         db.dispose()
         if server is not None:
