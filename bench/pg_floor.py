@@ -30,20 +30,17 @@ import os
 import time
 from typing import Any
 
+from almanac.db import schema_for
 from bench import pg_idle
 
 RUNNING_LEASE = "interval '30 s'"
-
-
-def _schema(slug: str) -> str:
-    return "t_" + slug.replace("-", "_")
 
 
 def claim_statement(parts: list[tuple[str, list[int]]]) -> tuple[str, dict[str, Any]]:
     """Per tenant: its occurrences to running and its runs inserted; returns (part, run, occurrence, ...)."""
     ctes, outs, params = [], [], {}
     for i, (slug, ids) in enumerate(parts):
-        s = _schema(slug)
+        s = schema_for(slug)
         params[f"o{i}"] = ids
         ctes.append(
             f"c{i} AS (UPDATE {s}.occurrences SET status = 'running', attempt = attempt + 1, "
@@ -63,7 +60,7 @@ def record_statement(parts: list[tuple[str, list[tuple[Any, ...]]]]) -> tuple[st
     """Per tenant: runs succeeded, occurrences done, next occurrences planned; returns the occurrences released."""
     ctes, outs, params = [], [], {}
     for i, (slug, rows) in enumerate(parts):
-        s = _schema(slug)
+        s = schema_for(slug)
         for k, name in enumerate(("r", "o", "s", "t", "f")):
             params[f"{name}{i}"] = [row[k] for row in rows]
         ctes.append(
@@ -94,7 +91,7 @@ def _pick(spread: bool) -> str:
 def _warm(conn: Any) -> None:
     """Plan a statement over each tenant's tables, a transaction each (their locks would fill the lock table)."""
     for (slug,) in conn.execute("SELECT slug FROM tenants").fetchall():
-        s = _schema(slug)
+        s = schema_for(slug)
         with conn.transaction():
             conn.execute(f"EXPLAIN SELECT 1 FROM {s}.occurrences o, {s}.runs r, {s}.schedules x "
                          "WHERE o.id = r.id AND x.id = o.id")
@@ -146,7 +143,7 @@ def move_burst(url: str, burst: int) -> int:
         slugs = [r[0] for r in conn.execute("SELECT slug FROM tenants ORDER BY slug")]
         per = max(1, burst // len(slugs))
         for slug in slugs:
-            s = _schema(slug)
+            s = schema_for(slug)
             conn.execute(f"UPDATE {s}.occurrences SET due_at = now() - interval '1 s' WHERE id IN "
                          f"(SELECT id FROM {s}.occurrences WHERE status = 'planned' AND due_at > now() "
                          f"ORDER BY id LIMIT {per})")

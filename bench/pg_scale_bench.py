@@ -249,7 +249,7 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
     }
     if killed_at is None:  # a killed worker's CPU is gone from /proc
         result["cpu_ms_per_run"] = [round(1000 * c / max(1, len(ok)), 3) for c in cpu]  # workers, PostgreSQL
-    if killed_at is not None:
+    else:
         after = sorted(r.started_at for r in ok if r.started_at and r.started_at >= killed_at)
         retried = [r for r in ok if r.attempt > 1]
         result.update({
