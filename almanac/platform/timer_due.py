@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from almanac.platform import policies
+from almanac.platform.store_due import CrossBatch
 from almanac.platform.timer import Scheduler
 
 log = logging.getLogger("almanac.scheduler")
@@ -59,8 +60,8 @@ def claim_ahead(avg_run_s: float | None, parallel: int, run_limit: int) -> int:
     return max(CLAIM_AHEAD, min(CLAIM_AHEAD_MAX, int(runs_in_wait // max(1, run_limit))))
 
 
-def next_look(batch: Any, now: datetime, idle: timedelta) -> tuple[datetime, bool]:
-    """After a pass that claimed `batch` (a `store_due.CrossBatch`): when to look at the index again,
+def next_look(batch: CrossBatch, now: datetime, idle: timedelta) -> tuple[datetime, bool]:
+    """After a pass that claimed `batch`: when to look at the index again,
     and whether a wake-up (a NOTIFY, a run that ended) may bring that look forward.
 
     A full pass looks again at once; one that found due rows but could lock none of them (other
@@ -259,13 +260,11 @@ class CrossTenantScheduler(Scheduler):
                 if self._woken and wakeable:
                     continue
                 delay = (min(again, now + self.idle) - self.clock.now()).total_seconds()
-                # The condition is notified at every run's end: a wait that no wake-up may shorten
-                # waits again until its end (or until the timer stops).
-                until = time.monotonic() + delay
-                while not self._stopping and (left := until - time.monotonic()) > 0:
-                    self._cond.wait(left)
-                    if wakeable:
-                        break
+                if wakeable:
+                    if delay > 0:
+                        self._cond.wait(delay)
+                else:  # notified at every run's end: only stopping may cut this wait short
+                    self._cond.wait_for(lambda: self._stopping, max(0.0, delay))
 
     def _pass_safely(self, now: datetime) -> tuple[datetime, bool]:
         try:
