@@ -356,6 +356,9 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
                     extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher, "pruner": pruner})
 
 
+STOP_POLL_S = 0.5  # how soon the main thread sees a stop signal another thread received
+
+
 def run_worker(settings: Settings) -> None:
     """`almanac worker`: the scheduler and script runner alone, until SIGINT or SIGTERM."""
     services = build_services(settings)
@@ -365,7 +368,11 @@ def run_worker(settings: Settings) -> None:
     services.scheduler.start()
     log.info("worker.started", extra={"event": "worker.started", "pid": os.getpid()})
     try:
-        stop.wait()
+        # Timed, not `stop.wait()`: the kernel hands a process's SIGTERM to any of its threads, and Python runs
+        # the handler in the main thread only once that thread runs Python code again. Blocked in an untimed
+        # wait, it never did when the signal landed on the timer's or the listener's thread.
+        while not stop.wait(STOP_POLL_S):
+            pass
     finally:
         services.close()
         log.info("worker.stopped", extra={"event": "worker.stopped"})
