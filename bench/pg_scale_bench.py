@@ -426,6 +426,8 @@ def main() -> None:
               f"{os.cpu_count()} cores\n\n{table(results)}" + (f"\n\n{pg_floor.table(floor_rows)}" if floor_rows else ""))
     finally:
         db.dispose()
+        if args.template and args.pg_url.rsplit("/", 1)[1] != args.template:
+            pg_setup.drop_clone(args.pg_url)  # each copy of a million schedules is ~1.5 GB
         if server is not None:
             server.stop()
 

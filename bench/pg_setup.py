@@ -81,6 +81,16 @@ def clone_template(args: Any) -> bool:
     return True
 
 
+def drop_clone(url: str) -> None:
+    """Drop the copy `clone_template` made (the run is over; its workers are stopped)."""
+    import psycopg
+
+    base, name = url.rsplit("/", 1)
+    server = base.replace("postgresql+psycopg", "postgresql")
+    with psycopg.connect(server + "/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 def bring_up_to_date(db: Any) -> None:
     """Migrate a clone as `almanac migrate` would, when its template was made by code with fewer migrations."""
     from almanac.tenants import registry
