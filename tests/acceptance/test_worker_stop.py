@@ -14,13 +14,13 @@ import ctypes
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.proc import ALMANAC, Server, almanac, cli_env
+from tests.support.wait import wait_until
 
 TGKILL = {"x86_64": 234, "aarch64": 131}  # the syscall's number (Python has no tgkill)
 
@@ -38,13 +38,6 @@ def a_thread_other_than_the_main_one(pid: int) -> int:
     return others[0]
 
 
-def started(log: Path, proc: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while "worker.started" not in log.read_text():
-        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-        time.sleep(0.1)
-
-
 @pytest.mark.skipif(os.uname().machine not in TGKILL, reason="tgkill's syscall number")
 def test_a_sigterm_delivered_to_a_thread_other_than_the_main_one_stops_the_worker(sqlite_settings: Any) -> None:
     env = cli_env(sqlite_settings, ALMANAC_LOG_LEVEL="info")
@@ -54,7 +47,9 @@ def test_a_sigterm_delivered_to_a_thread_other_than_the_main_one_stops_the_worke
         proc = subprocess.Popen([ALMANAC, "worker"], env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     try:
-        started(log, proc, timeout=60)
+        wait_until(lambda: "worker.started" in log.read_text() or proc.poll() is not None, timeout=60,
+                   what="the worker's start")
+        assert proc.poll() is None, log.read_text()[-2000:]
         tgkill(proc.pid, a_thread_other_than_the_main_one(proc.pid), signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
         assert "worker.stopped" in log.read_text()
