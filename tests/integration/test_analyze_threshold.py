@@ -30,6 +30,13 @@ def _thresholds(database: Database, slug: str) -> dict[str, int]:
         return {name: int(value) for name, value in conn.execute(_THRESHOLDS, {"schema": schema_for(slug)})}
 
 
+def _from_name(database: Database, slug: str) -> int:
+    with database.engine.connect() as conn:
+        return conn.execute(text("SELECT :base + mod(hashtext(:name)::bigint + 2147483648, :spread)"),
+                            {"base": t0018.THRESHOLD_FROM, "name": schema_for(slug),
+                             "spread": t0018.THRESHOLD_SPREAD}).scalar_one()
+
+
 @pytest.fixture
 def pg(database: Database) -> Database:
     if database.is_sqlite:
@@ -46,7 +53,8 @@ def test_a_new_tenant_s_busy_tables_are_analyzed_late_at_a_threshold_of_its_own(
         (value,) = set(thresholds.values())  # the same for each of a tenant's tables
         assert t0018.THRESHOLD_FROM <= value < t0018.THRESHOLD_FROM + t0018.THRESHOLD_SPREAD
     assert a["runs"] != b["runs"], "two tenants reach their thresholds at different counts"
-    assert _thresholds(pg, first) == a, "the threshold is fixed by the tenant, not drawn anew"
+    for slug, thresholds in ((first, a), (second, b)):  # fixed by the schema's name, not drawn
+        assert thresholds["runs"] == _from_name(pg, slug)
 
 
 def test_almanac_migrate_sets_the_same_threshold_on_an_existing_tenant(

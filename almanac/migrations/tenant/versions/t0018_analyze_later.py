@@ -6,8 +6,9 @@ occurrence three times: planned, claimed, released), so a burst of 40 runs a ten
 tenants sets off thousands of ANALYZEs at once. Each one sends the table's catalog changes to
 every backend; backends that fall behind drop their whole catalog caches, and every tenant's
 tables must be looked up again. Measured (`bench/pg_scale_bench.py --warm-burst 40000`, the
-8,000 burst drained after one of 40,000): 265-705 runs/s with autovacuum's defaults, against
-1,587/s with autovacuum off and 1,712/s with analyses held back (and ~1,600/s for a first burst).
+8,000 burst drained after one of 40,000): 265-795 runs/s in five of eight sittings with
+autovacuum's defaults, against 1,587/s with autovacuum off and 1,712/s with analyses held back
+(and ~1,600/s for a first burst).
 
 So these tables are analyzed after 2,000-3,999 changed rows (plus autovacuum's 10 % of the
 table, which still rules a big table): a tenant's threshold is fixed by a hash of its schema's
