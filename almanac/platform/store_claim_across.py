@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from almanac.platform.across import chunks, schema_quoter
+from almanac.platform.across import array_literal, chunks, schema_quoter
 from almanac.platform.models import RUNNING
 
 # (column, array type) of a new occurrence and of a new run, in the order of their values' keys.
@@ -84,12 +84,13 @@ def _part_sql(i: int, schema: str, part: Part) -> str:
 def _part_params(i: int, part: Part) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name, rows, cols in (("pl", part.occurrences, _OCCURRENCE), ("ru", part.runs, _RUN)):
-        for col, _ in cols:
-            params[f"{name}{i}_{col}"] = [row["b_" + col] for row in rows]
+        for col, kind in cols:
+            params[f"{name}{i}_{col}"] = array_literal([row["b_" + col] for row in rows], kind)
     last = {row["b_id"]: row["b_next"] for row in part.nexts}  # planned twice: the last one's time wins
-    params[f"nx{i}_id"], params[f"nx{i}_next"] = list(last), list(last.values())
-    for k, (col, _) in enumerate(_CAS):
-        params[f"cas{i}_{col}"] = [row[k] for row in part.cas]
+    params[f"nx{i}_id"] = array_literal(last, "int")
+    params[f"nx{i}_next"] = array_literal(last.values(), "timestamptz")
+    for k, (col, kind) in enumerate(_CAS):
+        params[f"cas{i}_{col}"] = array_literal([row[k] for row in part.cas], kind)
     return params
 
 

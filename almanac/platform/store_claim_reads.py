@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from almanac.platform.across import chunks, schema_quoter
+from almanac.platform.across import array_literal, chunks, schema_quoter
 from almanac.platform.models import RUNNING
 from almanac.platform.quotas import day_start
 from almanac.platform.store_claim_batch import DUE_COLUMNS, JOBS, RUNNING_OF, SCHEDULES, SCRIPTS
@@ -118,6 +118,12 @@ _DAY = ("SELECT {i}, count(*), coalesce(sum(duration_ms), 0) FROM {schema}.runs 
         "WHERE created_at >= %(day)s AND status NOT IN ('skipped', 'expired')")
 
 
+def _ids(values: Iterable[int]) -> str | None:
+    """Ids as an array parameter (`across.array_literal`), or None when there are none."""
+    ordered = sorted(values)
+    return array_literal(ordered, "int") if ordered else None
+
+
 def _union(template: str, schemas: Sequence[tuple[int, str]]) -> str:
     return " UNION ALL ".join(template.format(i=i, schema=schema) for i, schema in schemas)
 
@@ -151,14 +157,15 @@ def _read_scripts_and_day(conn: Any, schemas: list[tuple[int, str]], params: dic
     """The scripts, their sources not `known` already, and the day's use (a statement each)."""
     for i, _ in schemas:
         owners: list[Any] = [*reads[i].schedules.values(), *reads[i].jobs.values()]
-        params[f"scr{i}"] = sorted({o.script_id for o in owners})
+        params[f"scr{i}"] = _ids({o.script_id for o in owners})
     with_scripts = [(i, sch) for i, sch in schemas if params[f"scr{i}"]]
     if with_scripts:
         for part, *row in conn.exec_driver_sql(_union(_SCRIPTS, with_scripts), params):
             reads[part].scripts.append(ScriptRow(*row))
     for i, _ in schemas:
         wanted = [(r.id, r.current_version) for r in reads[i].scripts if not known(slugs[i], r.id, r.current_version)]
-        params[f"src{i}"], params[f"ver{i}"] = [sid for sid, _ in wanted], [v for _, v in wanted]
+        params[f"src{i}"] = array_literal([sid for sid, _ in wanted], "int") if wanted else None
+        params[f"ver{i}"] = array_literal([v for _, v in wanted], "int")
     with_sources = [(i, sch) for i, sch in schemas if params[f"src{i}"]]
     if with_sources:
         for part, sid, version, source in conn.exec_driver_sql(_union(_SOURCES, with_sources), params):
@@ -179,11 +186,11 @@ def read_tenants(conn: Any, parts: Sequence[tuple[str, list[int]]], now: datetim
         schemas = [(i, schema(slug)) for i, (slug, _) in enumerate(chunk)]
         reads = [TenantReads() for _ in chunk]
         params: dict[str, Any] = {"now": now, "day": day_start(now), "running": RUNNING}
-        params.update({f"ids{i}": ids for i, (_, ids) in enumerate(chunk)})
+        params.update({f"ids{i}": array_literal(ids, "int") for i, (_, ids) in enumerate(chunk)})
         _lock_rows(conn, schemas, params, reads)
         for i, r in enumerate(reads):
-            params[f"sch{i}"] = sorted({row.schedule_id for row in r.rows if row.schedule_id is not None})
-            params[f"job{i}"] = sorted({row.job_id for row in r.rows if row.job_id is not None})
+            params[f"sch{i}"] = _ids({row.schedule_id for row in r.rows if row.schedule_id is not None})
+            params[f"job{i}"] = _ids({row.job_id for row in r.rows if row.job_id is not None})
         _read_owners(conn, schemas, params, reads)
         _read_scripts_and_day(conn, schemas, params, reads, [slug for slug, _ in chunk], known)
         out.update((slug, r) for (slug, _), r in zip(chunk, reads))

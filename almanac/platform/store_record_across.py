@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from almanac.platform.across import chunks, schema_quoter
+from almanac.platform.across import array_literal, chunks, schema_quoter
 from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, QUEUED, RUNNING
 from almanac.platform.store import Claim
 from almanac.sandbox.contract import RunResult
@@ -92,18 +92,20 @@ def _tenant_sql(i: int, schema: str, has_jobs: bool, has_schedules: bool) -> str
 def _tenant_params(i: int, items: Sequence[Any], values: list[dict[str, Any]]) -> dict[str, Any]:
     """The parameters of one tenant's part: `items` its plain attempts, `values` their runs' values."""
     params: dict[str, Any] = {
-        f"o{i}": [c.occurrence_id for c, *_ in items],
-        f"t{i}": [c.lease_token for c, *_ in items],
-        f"r{i}": [c.run_id for c, *_ in items],
+        f"o{i}": array_literal([c.occurrence_id for c, *_ in items], "int"),
+        f"t{i}": array_literal([c.lease_token for c, *_ in items], "varchar"),
+        f"r{i}": array_literal([c.run_id for c, *_ in items], "int"),
     }
-    for (col, _), key in zip(_RUN_FIELDS, _RUN_VALUE_KEYS):
-        params[f"r{i}_{col}"] = [v[key] for v in values]
+    for (col, kind), key in zip(_RUN_FIELDS, _RUN_VALUE_KEYS):
+        params[f"r{i}_{col}"] = array_literal([v[key] for v in values], kind)
     jobs = [(c.job_id, c.scheduled_for, now) for c, _, _, now in items if c.job_id is not None]
     if jobs:
-        params[f"j{i}"], params[f"ja{i}"], params[f"jn{i}"] = (list(col) for col in zip(*jobs))
+        ids, run_at, at = zip(*jobs)
+        params[f"j{i}"] = array_literal(ids, "int")
+        params[f"ja{i}"], params[f"jn{i}"] = array_literal(run_at, "timestamptz"), array_literal(at, "timestamptz")
     schedules = sorted({c.schedule_id for c, *_ in items if c.schedule_id is not None})
     if schedules:
-        params[f"s{i}"] = schedules
+        params[f"s{i}"] = array_literal(schedules, "int")
         params[f"q{i}"] = max(now for *_, now in items)
     return params
 
