@@ -11,7 +11,6 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from sqlalchemy import text
 
 from almanac.db import Database
 from almanac.platform.across import array_literal
