@@ -5,6 +5,12 @@ for many tenants, a part per tenant naming its schema: `schema_for` of a validat
 quoted by the dialect (values are always parameters). A statement takes at most
 `TENANTS_PER_STATEMENT` tenants, which bounds its text and its plan.
 
+Their writes of tenants' occurrences move the shared due index themselves, for every tenant
+of the statement at once (`index_moves`), inside `due_index_by_statement`, which turns the
+tenants' due-index triggers off for just those statements (migration t0019): run once per
+row and compiled again per tenant's table in every backend, the triggers were a third of a
+claim statement's time.
+
 Their row values go as arrays, one parameter a column, each given as the text of a
 PostgreSQL array (`array_literal`) that the statement casts (`%(x)s::int[]`): psycopg
 dumps a list element by element in Python, which was a sixth of a worker's CPU in a
@@ -15,6 +21,7 @@ way; PostgreSQL reads the same text either way).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -35,6 +42,47 @@ def schema_quoter(conn: Any) -> Callable[[str], str]:
     """A tenant slug -> its schema's name as SQL, quoted by `conn`'s dialect."""
     quote = conn.dialect.identifier_preparer.quote_schema
     return lambda slug: quote(schema_for(slug))
+
+
+# The setting the tenants' due-index triggers test (t0019_due_index_by_statement): 'on' turns them off.
+BY_STATEMENT = "almanac.due_index_by_statement"
+
+
+@contextmanager
+def due_index_by_statement(conn: Any) -> Iterator[None]:
+    """Within: `conn`'s statements move the due index themselves (`index_moves`); the triggers skip.
+
+    Set for the transaction (`set_config(..., true)`) and unset when the block ends. On an
+    exception it stays set: the caller must roll the transaction back, which unsets it (a
+    statement that failed leaves the transaction unable to run the unsetting one anyway).
+    """
+    conn.exec_driver_sql("SELECT set_config(%(name)s, 'on', true)", {"name": BY_STATEMENT})
+    yield
+    conn.exec_driver_sql("SELECT set_config(%(name)s, '', true)", {"name": BY_STATEMENT})
+
+
+def index_moves(gone: Sequence[str], arrived: Sequence[str]) -> list[str]:
+    """The CTEs that make the shared due index follow a statement's writes of occurrences.
+
+    `gone`: SELECTs of (slug, id) whose index entries go (released, claimed, requeued);
+    `arrived`: SELECTs of (slug, id, due_at, priority) whose entries are written anew (claimed
+    and requeued ones with their new time, new occurrences); a NULL due_at writes nothing.
+    The old entries are deleted before the new ones are inserted (the INSERT waits for the
+    DELETE's count), as the trigger does (s0010: a pick never follows an updated entry).
+    """
+    ctes = []
+    if gone:
+        ctes.append("ixg (slug, id) AS (" + " UNION ALL ".join(gone) + ")")
+        ctes.append("ixd AS (DELETE FROM due_index AS d USING ixg "
+                    "WHERE d.tenant_slug = ixg.slug AND d.occurrence_id = ixg.id RETURNING 1)")
+    if arrived:
+        after = " AND (SELECT count(*) FROM ixd) >= 0" if gone else ""
+        ctes.append("ixa (slug, id, due_at, priority) AS (" + " UNION ALL ".join(arrived) + ")")
+        ctes.append("ixi AS (INSERT INTO due_index AS d (tenant_slug, occurrence_id, due_at, priority) "
+                    f"SELECT slug, id, due_at, priority FROM ixa WHERE due_at IS NOT NULL{after} "
+                    "ON CONFLICT (tenant_slug, occurrence_id) DO UPDATE "
+                    "SET due_at = EXCLUDED.due_at, priority = EXCLUDED.priority)")
+    return ctes
 
 
 def _quoted(value: Any) -> str:

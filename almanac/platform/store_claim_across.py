@@ -17,6 +17,9 @@ to `across.TENANTS_PER_STATEMENT` tenants a statement:
     cas_i  each occurrence claimed if its status and attempt are still as read, with the
            lease and its run's id (`store_claim._CLAIM_CAS`), RETURNING what it claimed
 
+and, once for all its tenants, the shared due index's entries of the new and the claimed
+occurrences (`across.index_moves`; the tenants' triggers are off for the statement).
+
 The statement returns (part, occurrence id, run id) of every claimed occurrence. The
 rows are locked FOR UPDATE by the pass, so the compare-and-set cannot miss; should it
 ever, the pass raises (nothing is claimed on a guess: the caller rolls back, then
@@ -29,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from almanac.platform.across import array_literal, chunks, schema_quoter
+from almanac.platform.across import array_literal, chunks, due_index_by_statement, index_moves, schema_quoter
 from almanac.platform.models import RUNNING
 
 # (column, array type) of a new occurrence and of a new run, in the order of their values' keys.
@@ -64,7 +67,8 @@ def _part_sql(i: int, schema: str, part: Part) -> str:
     """The CTEs of one tenant's part; `schema` quoted already."""
     ctes = []
     if part.occurrences:
-        ctes.append(_insert(i, "pl", schema, "occurrences", _OCCURRENCE, "ON CONFLICT DO NOTHING"))
+        ctes.append(_insert(i, "pl", schema, "occurrences", _OCCURRENCE,
+                            "ON CONFLICT DO NOTHING RETURNING id, due_at, priority"))
     if part.nexts:
         ctes.append(f"nx{i} AS (UPDATE {schema}.schedules AS x SET next_run_at = v.next "
                     f"FROM unnest(%(nx{i}_id)s::int[], %(nx{i}_next)s::timestamptz[]) AS v(id, next) "
@@ -77,7 +81,7 @@ def _part_sql(i: int, schema: str, part: Part) -> str:
             f"lease_token = v.token, lease_until = v.lease, due_at = v.lease, run_id = ru.id "
             f"FROM unnest({arrays}) AS v(id, status, attempt, token, lease) JOIN ru{i} AS ru ON ru.occurrence_id = v.id "
             f"WHERE o.id = ANY(%(cas{i}_id)s::int[]) AND o.id = v.id AND o.status = v.status "
-            f"AND o.attempt = v.attempt RETURNING o.id, o.run_id)")
+            f"AND o.attempt = v.attempt RETURNING o.id, o.run_id, o.due_at, o.priority)")
     return ",\n".join(ctes)
 
 
@@ -100,12 +104,18 @@ def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str,
     `schema(slug)` gives a tenant's schema as SQL (`across.schema_quoter`).
     """
     params: dict[str, Any] = {"running": RUNNING}
-    ctes, claimed = [], []
+    ctes, claimed, gone, arrived = [], [], [], []
     for i, part in enumerate(parts):
         params.update(_part_params(i, part))
+        params[f"slug{i}"] = part.slug
         ctes.append(_part_sql(i, schema(part.slug), part))
+        if part.occurrences:
+            arrived.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM pl{i}")
         if part.runs:
             claimed.append(f"SELECT {i}, id, run_id FROM cas{i}")
+            gone.append(f"SELECT %(slug{i})s::varchar, id FROM cas{i}")
+            arrived.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM cas{i}")
+    ctes.extend(index_moves(gone, arrived))
     body = " UNION ALL ".join(claimed) if claimed else "SELECT NULL::int, NULL::int, NULL::int WHERE false"
     return "WITH " + ",\n".join(c for c in ctes if c) + "\n" + body, params
 
@@ -117,12 +127,16 @@ def write_claims(conn: Any, parts: Sequence[Part]) -> dict[tuple[str, int], int]
     """
     schema = schema_quoter(conn)
     run_ids: dict[tuple[str, int], int] = {}
-    for chunk in chunks([part for part in parts if part.occurrences or part.nexts or part.runs]):
-        sql, params = statement(chunk, schema)
-        for i, occurrence_id, run_id in conn.exec_driver_sql(sql, params):
-            run_ids[(chunk[i].slug, occurrence_id)] = run_id
-        wanted = sum(len(part.cas) for part in chunk)
-        claimed = sum(1 for part in chunk for row in part.cas if (part.slug, row[0]) in run_ids)
-        if claimed != wanted:
-            raise RuntimeError(f"claim changed {claimed} locked occurrences, expected {wanted}")
+    writing = [part for part in parts if part.occurrences or part.nexts or part.runs]
+    if not writing:
+        return run_ids
+    with due_index_by_statement(conn):
+        for chunk in chunks(writing):
+            sql, params = statement(chunk, schema)
+            for i, occurrence_id, run_id in conn.exec_driver_sql(sql, params):
+                run_ids[(chunk[i].slug, occurrence_id)] = run_id
+            wanted = sum(len(part.cas) for part in chunk)
+            claimed = sum(1 for part in chunk for row in part.cas if (part.slug, row[0]) in run_ids)
+            if claimed != wanted:
+                raise RuntimeError(f"claim changed {claimed} locked occurrences, expected {wanted}")
     return run_ids

@@ -20,6 +20,9 @@ tenant's schema, up to `across.TENANTS_PER_STATEMENT` tenants a statement:
     que_i  occurrences queued behind the schedules' runs are due now (`RELEASE_QUEUED`)
     rst_i  the schedules' failures in a row go back to 0 (`failures._RESET`)
 
+and, once for all its tenants, the shared due index's entries of the released and the
+requeued occurrences (`across.index_moves`; the tenants' triggers are off for the statement).
+
 The statement returns how many occurrences it released. Fewer than it was given means
 some attempt had lost its lease: the caller raises `_Fenced`, the transaction is
 rolled back and the runs are recorded the careful way, as with the per-tenant path.
@@ -38,7 +41,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from almanac.platform.across import array_literal, chunks, schema_quoter
+from almanac.platform.across import array_literal, chunks, due_index_by_statement, index_moves, schema_quoter
 from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, QUEUED, RUNNING
 from almanac.platform.store import Claim
 from almanac.sandbox.contract import RunResult
@@ -68,7 +71,7 @@ def _tenant_sql(i: int, schema: str, has_jobs: bool, has_schedules: bool) -> str
     parts = [
         f"rel{i} AS (UPDATE {schema}.occurrences SET status = %(done)s, due_at = NULL, lease_token = NULL, "
         f"lease_until = NULL WHERE id = ANY(%(o{i})s::int[]) AND lease_token = ANY(%(t{i})s::varchar[]) "
-        f"AND status = %(running)s RETURNING 1)",
+        f"AND status = %(running)s RETURNING id)",
         f"run{i} AS (UPDATE {schema}.runs AS r SET {sets} "
         f"FROM unnest(%(r{i})s::int[], %(t{i})s::varchar[], {arrays}) AS v(id, token, {names}) "
         f"WHERE r.id = ANY(%(r{i})s::int[]) AND r.id = v.id AND r.lease_token = v.token)",
@@ -82,7 +85,7 @@ def _tenant_sql(i: int, schema: str, has_jobs: bool, has_schedules: bool) -> str
     if has_schedules:
         parts.append(
             f"que{i} AS (UPDATE {schema}.occurrences SET due_at = %(q{i})s "
-            f"WHERE schedule_id = ANY(%(s{i})s::int[]) AND status = %(queued)s)")
+            f"WHERE schedule_id = ANY(%(s{i})s::int[]) AND status = %(queued)s RETURNING id, due_at, priority)")
         parts.append(
             f"rst{i} AS (UPDATE {schema}.schedules SET failures_in_row = 0 "
             f"WHERE id = ANY(%(s{i})s::int[]) AND failures_in_row <> 0)")
@@ -119,11 +122,17 @@ def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str]
     """
     params: dict[str, Any] = {"done": DONE, "running": RUNNING, "queued": QUEUED,
                               "job_done": JOB_DONE, "job_pending": JOB_PENDING}
-    ctes = []
+    ctes, gone, arrived = [], [], []
     for i, (slug, items) in enumerate(parts):
         tenant = _tenant_params(i, items, [values(item) for item in items])
         params.update(tenant)
+        params[f"slug{i}"] = slug
         ctes.append(_tenant_sql(i, schema(slug), f"j{i}" in tenant, f"s{i}" in tenant))
+        gone.append(f"SELECT %(slug{i})s::varchar, id FROM rel{i}")
+        if f"s{i}" in tenant:
+            gone.append(f"SELECT %(slug{i})s::varchar, id FROM que{i}")
+            arrived.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM que{i}")
+    ctes.extend(index_moves(gone, arrived))
     released = " UNION ALL ".join(f"SELECT 1 FROM rel{i}" for i in range(len(parts)))
     return f"WITH {','.join(ctes)}\nSELECT count(*) FROM ({released}) AS released", params
 
@@ -136,9 +145,10 @@ def record_plain(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Any]]],
     roll the transaction back (part of the batch may have been written).
     """
     schema = schema_quoter(conn)
-    for chunk in chunks(by_tenant):
-        sql, params = statement(chunk, schema, values)
-        released = conn.exec_driver_sql(sql, params).scalar_one()
-        if released != sum(len(items) for _, items in chunk):
-            return False
+    with due_index_by_statement(conn):
+        for chunk in chunks(by_tenant):
+            sql, params = statement(chunk, schema, values)
+            released = conn.exec_driver_sql(sql, params).scalar_one()
+            if released != sum(len(items) for _, items in chunk):
+                return False
     return True
