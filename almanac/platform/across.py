@@ -6,10 +6,10 @@ quoted by the dialect (values are always parameters). A statement takes at most
 `TENANTS_PER_STATEMENT` tenants, which bounds its text and its plan.
 
 Their writes of tenants' occurrences move the shared due index themselves, for every tenant
-of the statement at once (`index_moves`), inside `due_index_by_statement`, which turns the
-tenants' due-index triggers off for just those statements (migration t0019): run once per
-row and compiled again per tenant's table in every backend, the triggers were a third of a
-claim statement's time.
+of the statement at once (`index_moves`: a function called on the writes' RETURNING rows),
+inside `due_index_by_statement`, which turns the tenants' due-index triggers off for just
+those statements (migration t0019): run once per row and compiled again per tenant's table
+in every backend, the triggers were a third of a claim statement's time.
 
 Their row values go as arrays, one parameter a column, each given as the text of a
 PostgreSQL array (`array_literal`) that the statement casts (`%(x)s::int[]`): psycopg
@@ -61,28 +61,18 @@ def due_index_by_statement(conn: Any) -> Iterator[None]:
     conn.exec_driver_sql("SELECT set_config(%(name)s, '', true)", {"name": BY_STATEMENT})
 
 
-def index_moves(gone: Sequence[str], arrived: Sequence[str]) -> list[str]:
-    """The CTEs that make the shared due index follow a statement's writes of occurrences.
+def index_moves(moved: Sequence[str]) -> str:
+    """The CTE `ixm` that makes the shared due index follow a statement's writes of occurrences.
 
-    `gone`: SELECTs of (slug, id) whose index entries go (released, claimed, requeued);
-    `arrived`: SELECTs of (slug, id, due_at, priority) whose entries are written anew (claimed
-    and requeued ones with their new time, new occurrences); a NULL due_at writes nothing.
-    The old entries are deleted before the new ones are inserted (the INSERT waits for the
-    DELETE's count), as the trigger does (s0010: a pick never follows an updated entry).
+    `moved`: SELECTs of (slug, id, due_at, priority) of the occurrences written (claimed,
+    released, requeued, new); each one's entry is replaced by one at its new due time, or
+    none when that is NULL (`almanac_due_index_moved()`, shared revision s0011). `ixm` is one
+    row, and only runs if the statement's result reads it; it runs after those writes, since
+    its input is their RETURNING rows.
     """
-    ctes = []
-    if gone:
-        ctes.append("ixg (slug, id) AS (" + " UNION ALL ".join(gone) + ")")
-        ctes.append("ixd AS (DELETE FROM due_index AS d USING ixg "
-                    "WHERE d.tenant_slug = ixg.slug AND d.occurrence_id = ixg.id RETURNING 1)")
-    if arrived:
-        after = " AND (SELECT count(*) FROM ixd) >= 0" if gone else ""
-        ctes.append("ixa (slug, id, due_at, priority) AS (" + " UNION ALL ".join(arrived) + ")")
-        ctes.append("ixi AS (INSERT INTO due_index AS d (tenant_slug, occurrence_id, due_at, priority) "
-                    f"SELECT slug, id, due_at, priority FROM ixa WHERE due_at IS NOT NULL{after} "
-                    "ON CONFLICT (tenant_slug, occurrence_id) DO UPDATE "
-                    "SET due_at = EXCLUDED.due_at, priority = EXCLUDED.priority)")
-    return ctes
+    rows = " UNION ALL ".join(moved)
+    return ("ixm AS (SELECT almanac_due_index_moved(array_agg(slug), array_agg(id), array_agg(due_at), "
+            f"array_agg(priority)) AS written FROM ({rows}) AS m(slug, id, due_at, priority))")
 
 
 def _quoted(value: Any) -> str:

@@ -18,7 +18,8 @@ to `across.TENANTS_PER_STATEMENT` tenants a statement:
            lease and its run's id (`store_claim._CLAIM_CAS`), RETURNING what it claimed
 
 and, once for all its tenants, the shared due index's entries of the new and the claimed
-occurrences (`across.index_moves`; the tenants' triggers are off for the statement).
+occurrences (`across.index_moves`, its row first in the result; the tenants' triggers are
+off for the statement).
 
 The statement returns (part, occurrence id, run id) of every claimed occurrence. The
 rows are locked FOR UPDATE by the pass, so the compare-and-set cannot miss; should it
@@ -104,19 +105,20 @@ def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str,
     `schema(slug)` gives a tenant's schema as SQL (`across.schema_quoter`).
     """
     params: dict[str, Any] = {"running": RUNNING}
-    ctes, claimed, gone, arrived = [], [], [], []
+    ctes, claimed, moved = [], [], []
     for i, part in enumerate(parts):
         params.update(_part_params(i, part))
         params[f"slug{i}"] = part.slug
         ctes.append(_part_sql(i, schema(part.slug), part))
-        if part.occurrences:
-            arrived.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM pl{i}")
+        for cte in ([f"pl{i}"] if part.occurrences else []) + ([f"cas{i}"] if part.runs else []):
+            moved.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM {cte}")
         if part.runs:
             claimed.append(f"SELECT {i}, id, run_id FROM cas{i}")
-            gone.append(f"SELECT %(slug{i})s::varchar, id FROM cas{i}")
-            arrived.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM cas{i}")
-    ctes.extend(index_moves(gone, arrived))
-    body = " UNION ALL ".join(claimed) if claimed else "SELECT NULL::int, NULL::int, NULL::int WHERE false"
+    # The index's row first (part -1, not a claim): an Append runs its branches in order, so `ixm` runs.
+    body = " UNION ALL ".join(["SELECT -1, written, NULL::int FROM ixm"] + claimed) if moved else (
+        " UNION ALL ".join(claimed) if claimed else "SELECT NULL::int, NULL::int, NULL::int WHERE false")
+    if moved:
+        ctes.append(index_moves(moved))
     return "WITH " + ",\n".join(c for c in ctes if c) + "\n" + body, params
 
 
@@ -134,7 +136,8 @@ def write_claims(conn: Any, parts: Sequence[Part]) -> dict[tuple[str, int], int]
         for chunk in chunks(writing):
             sql, params = statement(chunk, schema)
             for i, occurrence_id, run_id in conn.exec_driver_sql(sql, params):
-                run_ids[(chunk[i].slug, occurrence_id)] = run_id
+                if i >= 0:  # -1: the due index's row
+                    run_ids[(chunk[i].slug, occurrence_id)] = run_id
             wanted = sum(len(part.cas) for part in chunk)
             claimed = sum(1 for part in chunk for row in part.cas if (part.slug, row[0]) in run_ids)
             if claimed != wanted:

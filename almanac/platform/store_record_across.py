@@ -21,7 +21,8 @@ tenant's schema, up to `across.TENANTS_PER_STATEMENT` tenants a statement:
     rst_i  the schedules' failures in a row go back to 0 (`failures._RESET`)
 
 and, once for all its tenants, the shared due index's entries of the released and the
-requeued occurrences (`across.index_moves`; the tenants' triggers are off for the statement).
+requeued occurrences (`across.index_moves`, read beside the count; the tenants' triggers are
+off for the statement).
 
 The statement returns how many occurrences it released. Fewer than it was given means
 some attempt had lost its lease: the caller raises `_Fenced`, the transaction is
@@ -71,7 +72,7 @@ def _tenant_sql(i: int, schema: str, has_jobs: bool, has_schedules: bool) -> str
     parts = [
         f"rel{i} AS (UPDATE {schema}.occurrences SET status = %(done)s, due_at = NULL, lease_token = NULL, "
         f"lease_until = NULL WHERE id = ANY(%(o{i})s::int[]) AND lease_token = ANY(%(t{i})s::varchar[]) "
-        f"AND status = %(running)s RETURNING id)",
+        f"AND status = %(running)s RETURNING id, due_at, priority)",
         f"run{i} AS (UPDATE {schema}.runs AS r SET {sets} "
         f"FROM unnest(%(r{i})s::int[], %(t{i})s::varchar[], {arrays}) AS v(id, token, {names}) "
         f"WHERE r.id = ANY(%(r{i})s::int[]) AND r.id = v.id AND r.lease_token = v.token)",
@@ -122,19 +123,19 @@ def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str]
     """
     params: dict[str, Any] = {"done": DONE, "running": RUNNING, "queued": QUEUED,
                               "job_done": JOB_DONE, "job_pending": JOB_PENDING}
-    ctes, gone, arrived = [], [], []
+    ctes, moved = [], []
     for i, (slug, items) in enumerate(parts):
         tenant = _tenant_params(i, items, [values(item) for item in items])
         params.update(tenant)
         params[f"slug{i}"] = slug
         ctes.append(_tenant_sql(i, schema(slug), f"j{i}" in tenant, f"s{i}" in tenant))
-        gone.append(f"SELECT %(slug{i})s::varchar, id FROM rel{i}")
+        moved.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM rel{i}")
         if f"s{i}" in tenant:
-            gone.append(f"SELECT %(slug{i})s::varchar, id FROM que{i}")
-            arrived.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM que{i}")
-    ctes.extend(index_moves(gone, arrived))
+            moved.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM que{i}")
+    ctes.append(index_moves(moved))
     released = " UNION ALL ".join(f"SELECT 1 FROM rel{i}" for i in range(len(parts)))
-    return f"WITH {','.join(ctes)}\nSELECT count(*) FROM ({released}) AS released", params
+    return (f"WITH {','.join(ctes)}\nSELECT (SELECT count(*) FROM ({released}) AS released), "
+            "(SELECT written FROM ixm)"), params
 
 
 def record_plain(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Any]]],
@@ -148,7 +149,7 @@ def record_plain(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Any]]],
     with due_index_by_statement(conn):
         for chunk in chunks(by_tenant):
             sql, params = statement(chunk, schema, values)
-            released = conn.exec_driver_sql(sql, params).scalar_one()
+            released, _ = conn.exec_driver_sql(sql, params).one()
             if released != sum(len(items) for _, items in chunk):
                 return False
     return True

@@ -9,14 +9,17 @@ write, in the same transaction or not, must keep the triggers.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from sqlalchemy import select, text
 
-from almanac.db import Database
+from almanac.db import Database, schema_for
 from almanac.platform import across
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.models import Occurrence
@@ -119,3 +122,43 @@ def test_a_record_that_rolls_back_leaves_the_index_as_it_was(
                   .values(lease_token="x" * 32))
     assert store.finish_across(_items(claims, lambda c: RunResult("succeeded", output=1))) is None
     assert _index(database) == before == _mirror(database, slugs)
+
+
+def _wait_until_blocked(database: Database, timeout_s: float = 10.0) -> None:
+    """Until a backend of this database waits for a lock (the record, behind the renewal's row lock)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with database.engine.connect() as conn:
+            waiting = conn.execute(text("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                        "AND wait_event_type = 'Lock'")).scalar_one()
+        if waiting:
+            return
+        time.sleep(0.02)
+    raise AssertionError("the record never waited for the renewal")
+
+
+def test_a_lease_renewed_while_the_record_waits_for_its_row_leaves_no_entry_behind(
+        database: Database, slugs: list[str]) -> None:
+    """The record's statement began before a renewal of the same attempt committed; the renewal's
+    trigger had moved the entry. Deleting by the statement's own snapshot missed the moved entry
+    (an occurrence done, its entry due for ever: every later pick found it and claimed nothing)."""
+    store = SqlStore(database, EveryRules(), lease_margin_s=600)
+    claims = store.claim_across(T1, 100).claims
+    renewed = next(c for c in claims if c.tenant == slugs[0])
+    later = renewed.lease_until + timedelta(seconds=30)
+    renewal = database.engine.connect()
+    transaction = renewal.begin()
+    renewal.execute(text(f"UPDATE {schema_for(slugs[0])}.occurrences SET lease_until = :t, due_at = :t "
+                         "WHERE id = :id"), {"t": later, "id": renewed.occurrence_id})  # the trigger moves the entry
+    outcome: list[Any] = []
+    record = threading.Thread(target=lambda: outcome.append(store.finish_across(_items(claims, lambda c: DONE))))
+    record.start()
+    try:
+        _wait_until_blocked(database)
+    finally:
+        transaction.commit()
+        renewal.close()
+        record.join(30)
+    assert outcome == [[True] * 9]
+    assert _index(database) == _mirror(database, slugs)
+    assert (slugs[0], renewed.occurrence_id) not in _index(database)
