@@ -114,11 +114,10 @@ def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str,
             moved.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM {cte}")
         if part.runs:
             claimed.append(f"SELECT {i}, id, run_id FROM cas{i}")
-    # The index's row first (part -1, not a claim): an Append runs its branches in order, so `ixm` runs.
-    body = " UNION ALL ".join(["SELECT -1, written, NULL::int FROM ixm"] + claimed) if moved else (
-        " UNION ALL ".join(claimed) if claimed else "SELECT NULL::int, NULL::int, NULL::int WHERE false")
-    if moved:
+    if moved:  # the index's row first (part -1, not a claim): the result reads it, so `ixm` runs
         ctes.append(index_moves(moved))
+        claimed.insert(0, "SELECT -1, written, NULL::int FROM ixm")
+    body = " UNION ALL ".join(claimed) or "SELECT NULL::int, NULL::int, NULL::int WHERE false"
     return "WITH " + ",\n".join(c for c in ctes if c) + "\n" + body, params
 
 

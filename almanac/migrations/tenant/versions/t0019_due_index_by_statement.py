@@ -6,10 +6,11 @@ is a PL/pgSQL row trigger, compiled again for every tenant's table in every back
 the first time) and then run once per row (a DELETE and an INSERT each time), twice per run
 (claimed, released); `due_index_insert` ran once per tenant part of a claim. The claim and
 record statements across tenants (`store_claim_across`, `store_record_across`) now move the
-index rows of every tenant they write with two statements of their own on the shared table,
-and set `almanac.due_index_by_statement` to `on` for just that statement
-(`across.by_statement`). Both triggers skip while it is on (a WHEN condition, evaluated
-without calling the function); every other writer leaves it unset and keeps the triggers.
+index rows of every tenant they write by one call of `almanac_due_index_moved()` (shared
+revision s0011), and set `almanac.due_index_by_statement` to `on` for just that statement
+(`across.due_index_by_statement`). Both triggers skip while it is on (a WHEN condition,
+evaluated without calling the function); every other writer leaves it unset and keeps the
+triggers.
 On SQLite nothing happens.
 
 Revision ID: t0019_due_index_by_statement
