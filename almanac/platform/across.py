@@ -11,6 +11,10 @@ inside `due_index_by_statement`, which turns the tenants' due-index triggers off
 those statements (migration t0019): run once per row and compiled again per tenant's table
 in every backend, the triggers were a third of a claim statement's time.
 
+Their passes plan for lookups by key (`plan_for_key_lookups`): they fetch a few rows of each
+tenant by id, and with the server's default costs and a tenant's tables not yet analyzed (as
+t0018 leaves them for their first thousands of changes) the planner read whole tables instead.
+
 Their row values go as arrays, one parameter a column, each given as the text of a
 PostgreSQL array (`array_literal`) that the statement casts (`%(x)s::int[]`): psycopg
 dumps a list element by element in Python, which was a sixth of a worker's CPU in a
@@ -59,6 +63,23 @@ def due_index_by_statement(conn: Any) -> Iterator[None]:
     conn.exec_driver_sql("SELECT set_config(%(name)s, 'on', true)", {"name": BY_STATEMENT})
     yield
     conn.exec_driver_sql("SELECT set_config(%(name)s, '', true)", {"name": BY_STATEMENT})
+
+
+# What `plan_for_key_lookups` sets: PostgreSQL's documented value for data in memory or on SSD.
+RANDOM_PAGE_COST = "1.1"
+
+
+def plan_for_key_lookups(conn: Any) -> None:
+    """For the rest of `conn`'s transaction, a page read by index costs the planner about a sequential one.
+
+    The passes look up a few rows of each tenant by key (`id = ANY(...)`). With the default
+    `random_page_cost` (4, for spinning disks) and a tenant of 1,000 schedules whose tables were
+    never analyzed, eight index lookups looked dearer than reading the whole table: the schedules'
+    read, the claim's writes and the record scanned all 1,000 rows, a third of the executor's time
+    in a burst (bench/HISTORY.md, 2026-11-27, fifth session). Set for the transaction only
+    (`set_config(..., true)`): every other statement keeps the server's settings.
+    """
+    conn.exec_driver_sql("SELECT set_config('random_page_cost', %(cost)s, true)", {"cost": RANDOM_PAGE_COST})
 
 
 def index_moves(moved: Sequence[str]) -> str:

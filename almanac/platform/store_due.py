@@ -41,6 +41,7 @@ from sqlalchemy.orm import Session
 
 from almanac.db import TENANT_SCHEMA, schema_for
 from almanac.platform import planning, policies, quotas
+from almanac.platform.across import plan_for_key_lookups
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
@@ -188,6 +189,7 @@ class DueMixin:
         applied: list[bool] = [False] * len(items)
         try:
             with self.db.engine.connect() as conn, conn.begin():
+                plan_for_key_lookups(conn)
                 if plain:
                     parts = [(slug, [items[i] for i in where]) for slug, where in plain]
                     if not record_plain(conn, parts, lambda item: self._finish_values(*item, None)):
@@ -232,6 +234,8 @@ class DueMixin:
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:
                 by_tenant.setdefault(slug, []).append(oid)
+            if by_tenant:  # after the pick, whose plan is shaped for the server's costs (above)
+                plan_for_key_lookups(conn)
             limits = quotas.quotas_of_many(conn, sorted(by_tenant)) if by_tenant else {}
             deferred: list[tuple[str, Any]] = []
             # Optimistic: every tenant's rows and what deciding them needs, read by a few statements.
