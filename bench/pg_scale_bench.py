@@ -334,6 +334,8 @@ def main() -> None:
                                            "refused once its daily schedules fall due within the hour (a day after it was made)")
     parser.add_argument("--idle", type=float, default=0.0,
                         help="first sample the CPU of the workers and PostgreSQL this long with nothing due (bench/pg_idle.py)")
+    parser.add_argument("--catalog", action="store_true",
+                        help="first measure one backend's catalog memory as it meets every tenant (bench/pg_catalog.py)")
     parser.add_argument("--busy", default="", help="N:M: the first N tenants have run M times today already")
     parser.add_argument("--warmup", type=float, default=6.0)
     parser.add_argument("--warm-burst", type=int, default=0,
@@ -346,7 +348,7 @@ def main() -> None:
     if args.worker:
         return worker_main(args)
     from almanac.db import Database
-    from bench import pg_floor, pg_idle, pg_procrastinate, pg_setup
+    from bench import pg_catalog, pg_floor, pg_idle, pg_procrastinate, pg_setup
     from tests.support.pg import PgServer
 
     command = shlex.join(["python", "bench/pg_scale_bench.py", *sys.argv[1:]])
@@ -384,6 +386,9 @@ def main() -> None:
               f"in {t2 - t1:.0f} s", flush=True)
         if args.busy:
             pg_setup.add_runs_today(db, slugs, *(int(n) for n in args.busy.split(":")))
+        catalog = pg_catalog.table(pg_catalog.measure(args.pg_url, slugs)) if args.catalog else ""
+        if catalog:
+            print(catalog, flush=True)
         if args.idle:
             procs = max(int(p) for p in args.procs.split(","))
             workers = start_workers(args, args.pg_url, var, procs, "idle")
@@ -428,7 +433,8 @@ def main() -> None:
                    "phases": results, "floor": floor_rows}
         print(json.dumps(summary, indent=2))
         print(f"\n{command}\n{args.tenants} tenants, {per_tenant * args.tenants} schedules, runner {args.runner}, "
-              f"{os.cpu_count()} cores\n\n{table(results)}" + (f"\n\n{pg_floor.table(floor_rows)}" if floor_rows else ""))
+              f"{os.cpu_count()} cores\n\n{table(results)}" + (f"\n\n{pg_floor.table(floor_rows)}" if floor_rows else "")
+              + (f"\n\n{catalog}" if catalog else ""))
     finally:
         db.dispose()
         if args.template and args.pg_url.rsplit("/", 1)[1] != args.template:
