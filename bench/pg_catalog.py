@@ -23,32 +23,21 @@ _CACHE = ("SELECT sum(total_bytes) FROM pg_backend_memory_contexts "
           "WHERE name = 'CacheMemoryContext' OR parent = 'CacheMemoryContext'")
 
 
-def _rss_anon_kb(pid: int) -> int | None:
-    """The backend's anonymous resident memory in kB, or None when its /proc is not readable here."""
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
 def measure(pg_url: str, slugs: list[str]) -> list[dict[str, Any]]:
     """One row per step of tenants met (1, 10, 100, ... and all): cache bytes and RssAnon."""
     import psycopg
 
     from almanac.db import schema_for
+    from bench import pg_idle, pg_setup
 
     steps = {n for n in (1, 10, 100, 1_000, 10_000) if n < len(slugs)} | {len(slugs)}
     rows: list[dict[str, Any]] = []
-    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+    with psycopg.connect(pg_setup.dsn(pg_url), autocommit=True) as conn:
         pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]  # type: ignore[index]
 
         def row(met: int) -> dict[str, Any]:
             cache = int(conn.execute(_CACHE).fetchone()[0] or 0)  # type: ignore[index]
-            return {"tenants": met, "cache_mb": round(cache / 2**20, 1), "rss_anon_mb": _mb(_rss_anon_kb(pid))}
+            return {"tenants": met, "cache_mb": round(cache / 2**20, 1), "rss_anon_mb": _mb(pg_idle.status_kb(pid, ("RssAnon",)).get("RssAnon"))}
 
         rows.append(row(0))
         for met, slug in enumerate(slugs, 1):

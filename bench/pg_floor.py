@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from almanac.db import schema_for
-from bench import pg_idle
+from bench import pg_idle, pg_setup
 
 RUNNING_LEASE = "interval '30 s'"
 
@@ -154,7 +154,7 @@ def move_burst(url: str, burst: int) -> int:
 
 def run(url: str, burst: int, procs: int, batch: int, *, spread: bool, warm: bool) -> dict[str, Any]:
     """Drain one burst with `procs` processes; the row of the floor's table."""
-    url = url.replace("postgresql+psycopg://", "postgresql://")
+    url = pg_setup.dsn(url)
     due = move_burst(url, burst)
     ctx = mp.get_context("spawn")
     ready, go, measured, out = ctx.Semaphore(0), ctx.Event(), ctx.Event(), ctx.Queue()

@@ -34,6 +34,20 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / _HZ
 
 
+def status_kb(pid: int, fields: tuple[str, ...]) -> dict[str, int]:
+    """These kB fields of the process's /proc status (VmRSS, RssAnon...); {} when it is gone or not on this machine."""
+    out: dict[str, int] = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(fields):
+                    key, value = line.split(":")
+                    out[key] = int(value.split()[0])
+    except FileNotFoundError:
+        pass
+    return out
+
+
 def postgres_pids() -> list[int]:
     found = subprocess.run(["pgrep", "-u", "postgres"], capture_output=True, text=True).stdout.split()
     return [int(pid) for pid in found]

@@ -37,17 +37,15 @@ def make_app(dsn: str, *, sync: bool) -> Any:
     return app
 
 
-def _dsn(url: str) -> str:
-    return url.replace("postgresql+psycopg://", "postgresql://")
-
-
 def prepare(url: str) -> None:
     import psycopg
 
-    with psycopg.connect(_dsn(url), autocommit=True) as conn:
+    from bench import pg_setup  # here: the workers run this file as a script, without the package
+
+    with psycopg.connect(pg_setup.dsn(url), autocommit=True) as conn:
         exists = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()[0]
     if exists is None:
-        app = make_app(_dsn(url), sync=True)
+        app = make_app(pg_setup.dsn(url), sync=True)
         with app.open():
             app.schema_manager.apply_schema()
 
@@ -56,7 +54,9 @@ def burst(url: str, count: int, procs: int, concurrency: int, var: Path, timeout
           lead_s: float = 8.0) -> dict[str, Any]:
     import psycopg
 
-    dsn = _dsn(url)
+    from bench import pg_setup
+
+    dsn = pg_setup.dsn(url)
     prepare(url)
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DELETE FROM procrastinate_jobs")

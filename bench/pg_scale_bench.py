@@ -128,15 +128,9 @@ def cpu_now(workers: list[subprocess.Popen]) -> list[float]:
 
 
 def memory_kb(pid: int) -> dict[str, int]:
-    out: dict[str, int] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(("VmRSS", "VmHWM")):
-                key, value = line.split(":")
-                out[key] = int(value.split()[0])
-    except FileNotFoundError:
-        pass
-    return out
+    from bench import pg_idle
+
+    return pg_idle.status_kb(pid, ("VmRSS", "VmHWM"))
 
 
 def succeeded_count(db: Any, slugs: list[str], due: datetime) -> int:

@@ -61,6 +61,11 @@ def fill_tenant(db: Any, slug: str, count: int, rule: str) -> None:
         conn.commit()
 
 
+def dsn(url: str) -> str:
+    """A SQLAlchemy URL (`postgresql+psycopg://...`) as psycopg and libpq take it."""
+    return url.replace("postgresql+psycopg://", "postgresql://")
+
+
 def clone_template(args: Any) -> bool:
     """Point `args.pg_url` at a fresh copy of the template database; False (pointed at the template) if there is none yet."""
     import uuid
@@ -68,7 +73,7 @@ def clone_template(args: Any) -> bool:
     import psycopg
 
     base = args.pg_url.rsplit("/", 1)[0]
-    server = base.replace("postgresql+psycopg", "postgresql")  # the same server, as psycopg names it
+    server = dsn(base)  # the same server, as psycopg names it
     with psycopg.connect(server + "/postgres", autocommit=True) as conn:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (args.template,)).fetchone() is None:
             conn.execute(f'CREATE DATABASE "{args.template}"')
@@ -86,7 +91,7 @@ def drop_clone(url: str) -> None:
     import psycopg
 
     base, name = url.rsplit("/", 1)
-    server = base.replace("postgresql+psycopg", "postgresql")
+    server = dsn(base)
     with psycopg.connect(server + "/postgres", autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
