@@ -164,10 +164,10 @@ def run(url: str, burst: int, procs: int, batch: int, *, spread: bool, warm: boo
         w.start()
     for _ in workers:
         ready.acquire()
-    pg0, t0 = pg_idle.cpu_seconds(pg_idle.postgres_pids()), time.monotonic()
+    pg0, t0 = pg_idle.postgres_cpu_seconds(), time.monotonic()
     go.set()
     done = [out.get() for _ in workers]
-    wall, pg = time.monotonic() - t0, pg_idle.cpu_seconds(pg_idle.postgres_pids()) - pg0
+    wall, pg = time.monotonic() - t0, pg_idle.postgres_cpu_seconds() - pg0
     measured.set()
     for w in workers:
         w.join()

@@ -21,8 +21,9 @@ START_S = 10.0  # the first seconds: the processes' start (imports, the first le
 _HZ = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time of these processes (those gone count nothing)."""
+def cpu_seconds(pids: list[int], *, reaped: bool = False) -> float:
+    """User + system CPU time of these processes (those gone count nothing), and with `reaped` that of
+    their children that have ended and been waited for."""
     total = 0
     for pid in pids:
         try:
@@ -31,7 +32,15 @@ def cpu_seconds(pids: list[int]) -> float:
         except OSError:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime
+        if reaped:
+            total += int(fields[13]) + int(fields[14])  # cutime, cstime
     return total / _HZ
+
+
+def postgres_cpu_seconds() -> float:
+    """CPU time of every PostgreSQL process so far, backends that have exited included: the postmaster
+    counts those it reaped (a pool's overflow connections close when returned, retired ones too)."""
+    return cpu_seconds(postgres_pids(), reaped=True)
 
 
 def status_kb(pid: int, fields: tuple[str, ...]) -> dict[str, int]:
@@ -57,10 +66,10 @@ def sample(worker_pids: list[int], seconds: float, step: float = 2.0) -> dict[st
     """Sample for `seconds`; the windows after START_S give the idle mean and the busiest window."""
     windows: list[tuple[float, float, float]] = []  # (end, workers' cores, PostgreSQL's cores)
     t0 = last_t = time.monotonic()
-    last_w, last_p = cpu_seconds(worker_pids), cpu_seconds(postgres_pids())
+    last_w, last_p = cpu_seconds(worker_pids), postgres_cpu_seconds()
     while last_t - t0 < seconds:
         time.sleep(step)
-        now, w, p = time.monotonic(), cpu_seconds(worker_pids), cpu_seconds(postgres_pids())
+        now, w, p = time.monotonic(), cpu_seconds(worker_pids), postgres_cpu_seconds()
         windows.append((now - t0, (w - last_w) / (now - last_t), (p - last_p) / (now - last_t)))
         last_t, last_w, last_p = now, w, p
     start = [w for w in windows if w[0] <= START_S]

@@ -124,7 +124,7 @@ def cpu_now(workers: list[subprocess.Popen]) -> list[float]:
     """CPU seconds so far of the workers (main processes, the living ones) and of every PostgreSQL process."""
     from bench import pg_idle
 
-    return [pg_idle.cpu_seconds([w.pid for w in workers]), pg_idle.cpu_seconds(pg_idle.postgres_pids())]
+    return [pg_idle.cpu_seconds([w.pid for w in workers]), pg_idle.postgres_cpu_seconds()]
 
 
 def memory_kb(pid: int) -> dict[str, int]:
