@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
-from almanac.db import schema_for
+from almanac.db import met_tenant, schema_for
 
 T = TypeVar("T")
 
@@ -43,9 +43,13 @@ def chunks(parts: Sequence[T]) -> Iterator[Sequence[T]]:
 
 
 def schema_quoter(conn: Any) -> Callable[[str], str]:
-    """A tenant slug -> its schema's name as SQL, quoted by `conn`'s dialect."""
+    """A tenant slug -> its schema's name as SQL, quoted by `conn`'s dialect (and counted as met by `conn`)."""
     quote = conn.dialect.identifier_preparer.quote_schema
-    return lambda slug: quote(schema_for(slug))
+
+    def schema(slug: str) -> str:
+        met_tenant(conn, slug)
+        return quote(schema_for(slug))
+    return schema
 
 
 # The setting the tenants' due-index triggers test (t0019_due_index_by_statement): 'on' turns them off.
