@@ -14,6 +14,7 @@ the schema name before the transaction begins.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Iterator
@@ -30,6 +31,8 @@ from sqlalchemy.pool import NullPool
 
 from almanac.errors import ValidationError
 from almanac.settings import Settings
+
+log = logging.getLogger(__name__)
 
 TENANT_SCHEMA = "tenant"
 SLUG_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
@@ -305,8 +308,12 @@ def _install_retirement(engine: Engine, tenants_per_connection: int) -> None:
 
     @event.listens_for(engine, "checkin")
     def _on_checkin(dbapi_conn: Any, record: Any) -> None:
-        if dbapi_conn is not None and len(record.info.get(TENANTS_MET, ())) > tenants_per_connection:
+        met = len(record.info.get(TENANTS_MET, ()))
+        if dbapi_conn is not None and met > tenants_per_connection:
             record.invalidate(soft=True)
+            # So that an operator sees how often it happens, and can weigh the setting (README, Sizing).
+            log.info("db.connection_retired", extra={"event": "db.connection_retired", "tenants_met": met,
+                                                     "limit": tenants_per_connection})
 
 
 def _install_sqlite_hooks(engine: Engine) -> None:

@@ -7,14 +7,18 @@ the workers (their main processes) and of every PostgreSQL process (the `postgre
 the mean and the busiest window in cores. A look at every tenant once a minute shows as a
 window far above the mean (before the delivery signals were settled rather than swept: 0.9
 cores of workers and 0.7 of PostgreSQL for one window a minute, over 1,000 tenants).
+
+It also holds the /proc readers the other phases share (CPU with exited backends, memory).
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from statistics import fmean
+from collections.abc import Callable
 from typing import Any
 
 START_S = 10.0  # the first seconds: the processes' start (imports, the first leases), reported apart
@@ -60,6 +64,33 @@ def status_kb(pid: int, fields: tuple[str, ...]) -> dict[str, int]:
 def postgres_pids() -> list[int]:
     found = subprocess.run(["pgrep", "-u", "postgres"], capture_output=True, text=True).stdout.split()
     return [int(pid) for pid in found]
+
+
+class BackendMemory:
+    """The peak anonymous memory (RssAnon) of the PostgreSQL backends serving connections named
+    `application` (libpq's `PGAPPNAME`, which the bench gives its workers), read from /proc every
+    `step` s on a thread: their sum, and the largest one. What a backend's catalog cache costs
+    (README, Sizing) shows here; the bench's own connections are not counted."""
+
+    def __init__(self, pids_of: Callable[[], list[int]], step: float = 0.5) -> None:
+        self.pids_of, self.step = pids_of, step
+        self.peak_sum_kb = self.peak_one_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="backend-memory", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.step):
+            sizes = [status_kb(pid, ("RssAnon",)).get("RssAnon", 0) for pid in self.pids_of()]
+            self.peak_sum_kb = max(self.peak_sum_kb, sum(sizes))
+            self.peak_one_kb = max(self.peak_one_kb, max(sizes, default=0))
 
 
 def sample(worker_pids: list[int], seconds: float, step: float = 2.0) -> dict[str, Any]:

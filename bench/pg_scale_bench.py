@@ -154,8 +154,20 @@ def due_left(db: Any) -> int:
         return int(conn.execute(text("SELECT count(*) FROM due_index WHERE due_at <= now()")).scalar() or 0)
 
 
+WORKER_APP = "almanac-bench-worker"  # the workers' connections' application_name, for `backend_pids`
+
+
+def backend_pids(db: Any) -> list[int]:
+    """The PostgreSQL backends serving the workers' connections now."""
+    from sqlalchemy import text
+
+    with db.engine.connect() as conn:
+        return list(conn.execute(text("SELECT pid FROM pg_stat_activity WHERE application_name = :a"),
+                                 {"a": WORKER_APP}).scalars())
+
+
 def start_workers(args: Any, url: str, var: Path, procs: int, tag: str) -> list[subprocess.Popen]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "ALMANAC_LOG_LEVEL": "warning"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "ALMANAC_LOG_LEVEL": "warning", "PGAPPNAME": WORKER_APP}
     return [
         subprocess.Popen([sys.executable, __file__, "--worker", "--pg-url", url, "--var", str(var),
                           "--runner", args.runner, "--lease-margin", str(args.lease_margin)], env=env,
@@ -198,9 +210,13 @@ def warm_up(db: Any, slugs: list[str], burst: int, offset: int, lead_s: float, t
 def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: int, phase: int, burst: int,
               *, kill_one: bool = False, offset: int = 0) -> dict[str, Any]:
     per_tenant = max(1, burst // len(slugs))
+    from bench import pg_idle
+
     workers = start_workers(args, url, var, procs, str(phase))
     killed_at: datetime | None = None
+    backends = pg_idle.BackendMemory(lambda: backend_pids(db))
     try:
+        backends.start()
         time.sleep(args.warmup)  # processes start, first passes
         if args.warm_burst:  # the measured burst then meets warm connections, as a long-running worker's
             offset += warm_up(db, slugs, args.warm_burst, offset, args.lead, args.timeout)
@@ -231,6 +247,7 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
         mem = [memory_kb(w.pid) for w in workers if w.poll() is None]
         load = os.getloadavg()
     finally:
+        backends.stop()
         stop_workers(workers)
     runs = burst_runs(db, slugs, due)
     ok = [r for r in runs if r.status == "succeeded"]
@@ -245,6 +262,7 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
         "rss_mb": [round(m.get("VmRSS", 0) / 1024, 1) for m in mem],
         "peak_rss_mb": [round(m.get("VmHWM", 0) / 1024, 1) for m in mem],
         "move_s": round(move_s, 2), "load": [round(x, 2) for x in load],
+        "backends_mb": [round(backends.peak_sum_kb / 1024), round(backends.peak_one_kb / 1024)],
     }
     if killed_at is None:  # a killed worker's CPU is gone from /proc
         result["cpu_ms_per_run"] = [round(1000 * c / max(1, len(ok)), 3) for c in cpu]  # workers, PostgreSQL
@@ -295,7 +313,8 @@ def worker_main(args: Any) -> None:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = ["| system | processes | due at once | ran (twice) | drain/s | drain s | lag p50 / p99 s | RSS MB (peak) | "
-             "CPU ms per run: workers / PostgreSQL | load 1/5/15 |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "CPU ms per run: workers / PostgreSQL | workers' backends MB, peak: all / largest | load 1/5/15 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rss = f"{min(r['rss_mb'], default=0)}-{max(r['rss_mb'], default=0)} ({max(r['peak_rss_mb'], default=0)})" \
             if "rss_mb" in r else "-"
@@ -303,6 +322,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {r['system']}{extra} | {r['processes']} | {r['due']} | {r['ran']} ({r.get('twice', '-')}) | "
                      f"{r['per_second']} | {r['drain_s']} | {r['lag_p50_s']} / {r['lag_p99_s']} | {rss} | "
                      f"{' / '.join(str(x) for x in r.get('cpu_ms_per_run', [])) or '-'} | "
+                     f"{' / '.join(str(x) for x in r.get('backends_mb', [])) or '-'} | "
                      f"{' / '.join(str(x) for x in r.get('load', []))} |")
     return "\n".join(lines)
 

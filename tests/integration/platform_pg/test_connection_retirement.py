@@ -10,6 +10,7 @@ the setting it is closed when next handed out. On the code before, the backend n
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -44,17 +45,20 @@ def _alive(database: Database, pid: int) -> bool:
 
 
 def test_a_connection_past_the_setting_is_replaced(
-        database: Database, small: Database, make_tenant: Callable[..., str]) -> None:
+        database: Database, small: Database, make_tenant: Callable[..., str], caplog: pytest.LogCaptureFixture) -> None:
     slugs = [make_tenant(f"rt{i}") for i in range(4)]
     pids, counts = [], []
-    for slug in slugs:
-        with small.tenant_connection(slug) as conn:
-            conn.execute(select(func.count()).select_from(Occurrence))  # the tenant's table, really opened
-            pids.append(_pid(conn))
-            counts.append(tenants_met(conn))
+    with caplog.at_level(logging.INFO, logger="almanac.db"):
+        for slug in slugs:
+            with small.tenant_connection(slug) as conn:
+                conn.execute(select(func.count()).select_from(Occurrence))  # the tenant's table, really opened
+                pids.append(_pid(conn))
+                counts.append(tenants_met(conn))
     assert counts == [1, 2, 3, 1]
     assert pids[0] == pids[1] == pids[2] != pids[3]  # the third tenant took it past 2: replaced at the next checkout
     assert not _alive(database, pids[0])  # and closed, with its catalog cache
+    said = [(r.getMessage(), getattr(r, "tenants_met", None)) for r in caplog.records if r.name == "almanac.db"]
+    assert said == [("db.connection_retired", 3)]  # once, for the operator's log
 
 
 def test_a_connection_within_the_setting_is_kept(small: Database, make_tenant: Callable[..., str]) -> None:
