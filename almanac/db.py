@@ -216,7 +216,6 @@ class Database:
         """A connection whose `tenant` schema is this tenant's schema (and the shared one as default)."""
         schema = schema_for(slug)
         with self.engine.connect() as conn:
-            met_tenant(conn, slug)
             if self.is_sqlite:
                 _attach(conn, schema, self.tenant_file(slug))
             yield conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema})
@@ -283,32 +282,44 @@ def _install_idle_ping(engine: Engine) -> None:
 # PostgreSQL keeps a catalog cache entry for every table and index a backend has opened, and
 # never evicts them: ~150 kB a tenant for the scheduler's tables (README, Sizing). The pool hands
 # its connections out in turn, so each would in time hold every busy tenant's entries (143 MB at
-# 1,000 tenants, measured). So each pooled connection counts the tenants whose schemas it named;
+# 1,000 tenants, measured). So each pooled connection counts the tenant schemas it named;
 # past the setting it is closed when next handed out and a fresh backend takes its place. That
 # bounds a backend's catalog memory by the setting plus what one checkout names.
+#
+# A connection names a tenant's schema through its `schema_translate_map` (tenant sessions, the
+# claim pass's sessions: counted by the engine's event, below), or in SQL text it writes itself
+# (the statements across tenants, the new-tenant replay: these call `met_schema`).
 TENANTS_MET = "almanac_tenants_met"
 
 
-def met_tenant(conn: Any, slug: str) -> None:
-    """Note that `conn` (a SQLAlchemy connection) names `slug`'s schema; whoever names one calls this."""
+def met_schema(conn: Any, schema: str) -> None:
+    """Note that `conn` (a SQLAlchemy connection) names this tenant schema in SQL of its own."""
     met = conn.info.get(TENANTS_MET)
     if met is None:
         met = conn.info[TENANTS_MET] = set()
-    met.add(slug)
+    met.add(schema)
 
 
-def tenants_met(conn: Any) -> int:
-    """How many tenants' schemas `conn`'s database connection has named since it was opened."""
-    return len(conn.info.get(TENANTS_MET, ()))
+def tenants_met(info: dict[str, Any]) -> int:
+    """How many tenant schemas the connection whose `info` this is has named since it was opened
+    (a SQLAlchemy connection's `info`, or its pool record's: the same dictionary)."""
+    return len(info.get(TENANTS_MET, ()))
 
 
 def _install_retirement(engine: Engine, tenants_per_connection: int) -> None:
-    """At checkin, a connection past `tenants_per_connection` tenants is soft-invalidated: SQLAlchemy
-    closes it and opens a new one at its next checkout (its `info`, with the count, starts empty)."""
+    """Count the schemas each connection's translate maps name; at checkin, a connection past
+    `tenants_per_connection` is soft-invalidated: SQLAlchemy closes it and opens a new one at its
+    next checkout (its `info`, with the count, starts empty)."""
+
+    @event.listens_for(engine, "set_connection_execution_options")
+    def _on_options(conn: Any, opts: dict[str, Any]) -> None:
+        for schema in (opts.get("schema_translate_map") or {}).values():
+            if schema is not None:
+                met_schema(conn, schema)
 
     @event.listens_for(engine, "checkin")
     def _on_checkin(dbapi_conn: Any, record: Any) -> None:
-        met = len(record.info.get(TENANTS_MET, ()))
+        met = tenants_met(record.info)
         if dbapi_conn is not None and met > tenants_per_connection:
             record.invalidate(soft=True)
             # So that an operator sees how often it happens, and can weigh the setting (README, Sizing).

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
 
-from almanac.db import met_tenant, schema_for
+from almanac.db import met_schema, schema_for
 
 T = TypeVar("T")
 
@@ -47,8 +47,9 @@ def schema_quoter(conn: Any) -> Callable[[str], str]:
     quote = conn.dialect.identifier_preparer.quote_schema
 
     def schema(slug: str) -> str:
-        met_tenant(conn, slug)
-        return quote(schema_for(slug))
+        name = schema_for(slug)
+        met_schema(conn, name)
+        return quote(name)
     return schema
 
 

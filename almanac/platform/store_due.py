@@ -39,7 +39,7 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, delete, func, select, text
 from sqlalchemy.orm import Session
 
-from almanac.db import TENANT_SCHEMA, met_tenant, schema_for
+from almanac.db import TENANT_SCHEMA, schema_for
 from almanac.platform import planning, policies, quotas
 from almanac.platform.across import plan_for_key_lookups
 from almanac.platform.coordination_models import DueEntry
@@ -131,7 +131,6 @@ class CrossBatch:
 @contextmanager
 def _tenant_session(conn: Any, slug: str) -> Iterator[Session]:
     """A session in `conn`'s transaction (it never commits nor rolls back that) with `tenant` mapped to `slug`'s schema."""
-    met_tenant(conn, slug)
     tenant_conn = conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
     s = Session(bind=tenant_conn, expire_on_commit=False, join_transaction_mode="rollback_only")
     s.info["tenant"] = slug  # quotas read the tenant from the session
@@ -290,7 +289,6 @@ class DueMixin:
         lost: set[tuple[str, int]] = set()
         with self.db.engine.connect() as conn, conn.begin():
             for slug, mine in sorted(by_tenant.items()):
-                met_tenant(conn, slug)
                 conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
                 rows = [dict(b_id=c.occurrence_id, b_token=c.lease_token,
                              b_lease=policies.lease_until(now, c.timeout_ms, self.lease_margin_s))

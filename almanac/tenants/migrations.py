@@ -20,7 +20,7 @@ from alembic.config import Config
 from sqlalchemy import Column, MetaData, String, Table, delete, event, select
 from sqlalchemy.schema import CreateSchema, DropSchema
 
-from almanac.db import TENANT_SCHEMA, Database, met_tenant, schema_for
+from almanac.db import TENANT_SCHEMA, Database, met_schema, schema_for
 
 log = logging.getLogger(__name__)
 ALEMBIC_DIR = Path(__file__).resolve().parents[1] / "migrations"
@@ -137,7 +137,7 @@ def create_tenant_schema(db: Database, slug: str) -> None:
     version = Table("alembic_version", MetaData(), Column("version_num", String(32)), schema=schema)
     try:
         with db.engine.connect() as conn:
-            met_tenant(conn, slug)
+            met_schema(conn, schema)  # named in the replayed script's text
             with conn.begin():
                 conn.execute(CreateSchema(schema))  # a half-made schema left by a crash: alembic below
                 conn.connection.dbapi_connection.cursor().execute(  # type: ignore[union-attr]

@@ -53,7 +53,7 @@ def test_a_connection_past_the_setting_is_replaced(
             with small.tenant_connection(slug) as conn:
                 conn.execute(select(func.count()).select_from(Occurrence))  # the tenant's table, really opened
                 pids.append(_pid(conn))
-                counts.append(tenants_met(conn))
+                counts.append(tenants_met(conn.info))
     assert counts == [1, 2, 3, 1]
     assert pids[0] == pids[1] == pids[2] != pids[3]  # the third tenant took it past 2: replaced at the next checkout
     assert not _alive(database, pids[0])  # and closed, with its catalog cache
@@ -80,7 +80,7 @@ def test_the_scheduler_passes_count_the_tenants_they_name(
 
     def at_checkin(dbapi_conn: Any, record: Any) -> None:
         if dbapi_conn is not None:
-            seen.append((dbapi_conn.info.backend_pid, len(record.info.get("almanac_tenants_met", ()))))
+            seen.append((dbapi_conn.info.backend_pid, tenants_met(record.info)))
 
     small.engine.dispose()  # the set-up's connection is gone: only the passes' connections count
     event.listen(small.engine, "checkin", at_checkin)
@@ -93,4 +93,4 @@ def test_the_scheduler_passes_count_the_tenants_they_name(
     assert retired and max(met for _, met in seen) == 3  # the passes counted all three tenants
     with small.engine.connect() as a, small.engine.connect() as b:  # every pooled connection, and the overflow
         assert {_pid(a), _pid(b)}.isdisjoint(retired)
-        assert tenants_met(a) == tenants_met(b) == 0
+        assert tenants_met(a.info) == tenants_met(b.info) == 0
