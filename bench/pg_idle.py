@@ -67,10 +67,10 @@ def postgres_pids() -> list[int]:
 
 
 class BackendMemory:
-    """The peak anonymous memory (RssAnon) of the PostgreSQL backends serving connections named
-    `application` (libpq's `PGAPPNAME`, which the bench gives its workers), read from /proc every
-    `step` s on a thread: their sum, and the largest one. What a backend's catalog cache costs
-    (README, Sizing) shows here; the bench's own connections are not counted."""
+    """The peak anonymous memory (RssAnon) of the PostgreSQL backends that `pids_of` names (the bench
+    names those serving its workers, by the `PGAPPNAME` it gives them), read from /proc every `step`
+    s on a thread: their sum, and the largest one. What a backend's catalog cache costs (README,
+    Sizing) shows here; the bench's own connections are not counted."""
 
     def __init__(self, pids_of: Callable[[], list[int]], step: float = 0.5) -> None:
         self.pids_of, self.step = pids_of, step
