@@ -163,6 +163,9 @@ class Database:
         # Resolved once: a tenant session on SQLite needs the path, and resolving it per session showed up in profiles.
         self._tenant_dir = settings.sqlite_dir() / "tenants" if self.is_sqlite else None
         self.engine = self._build_engine(pool)
+        # The claim and record lanes (`platform.lanes`): PostgreSQL only, and not for a one-shot command's null pool.
+        lanes = settings.pg_lanes if not self.is_sqlite and pool != "null" else 1
+        self.lanes: list[Engine] = [self._lane_engine() for _ in range(lanes)] if lanes > 1 else []
         self._sessions = sessionmaker(bind=self.engine, expire_on_commit=False)
 
     # -- engine -----------------------------------------------------------------
@@ -186,6 +189,14 @@ class Database:
         _install_retirement(engine, self.settings.pg_tenants_per_connection)
         return engine
 
+    def _lane_engine(self) -> Engine:
+        """One lane's connection. It serves a fixed share of the tenants, so its backend's catalog
+        cache holds only theirs: it is counted (`tenants_met`) but never retired for it."""
+        engine = create_engine(self.url, future=True, pool_size=1, max_overflow=0)
+        _install_idle_ping(engine)
+        _install_retirement(engine, None)
+        return engine
+
     def tenant_dir(self) -> Path:
         return self._tenant_dir if self._tenant_dir is not None else self.settings.sqlite_dir() / "tenants"
 
@@ -195,6 +206,8 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+        for lane in self.lanes:
+            lane.dispose()
 
     # -- sessions ---------------------------------------------------------------
 
@@ -306,10 +319,10 @@ def tenants_met(info: dict[str, Any]) -> int:
     return len(info.get(TENANTS_MET, ()))
 
 
-def _install_retirement(engine: Engine, tenants_per_connection: int) -> None:
+def _install_retirement(engine: Engine, tenants_per_connection: int | None) -> None:
     """Count the schemas each connection's translate maps name; at checkin, a connection past
-    `tenants_per_connection` is soft-invalidated: SQLAlchemy closes it and opens a new one at its
-    next checkout (its `info`, with the count, starts empty)."""
+    `tenants_per_connection` (None: never) is soft-invalidated: SQLAlchemy closes it and opens a new
+    one at its next checkout (its `info`, with the count, starts empty)."""
 
     @event.listens_for(engine, "set_connection_execution_options")
     def _on_options(conn: Any, opts: dict[str, Any]) -> None:
@@ -320,7 +333,7 @@ def _install_retirement(engine: Engine, tenants_per_connection: int) -> None:
     @event.listens_for(engine, "checkin")
     def _on_checkin(dbapi_conn: Any, record: Any) -> None:
         met = tenants_met(record.info)
-        if dbapi_conn is not None and met > tenants_per_connection:
+        if dbapi_conn is not None and tenants_per_connection is not None and met > tenants_per_connection:
             record.invalidate(soft=True)
             # So that an operator sees how often it happens, and can weigh the setting (README, Sizing).
             log.info("db.connection_retired", extra={"event": "db.connection_retired", "tenants_met": met,

@@ -42,6 +42,7 @@ from sqlalchemy.orm import Session
 from almanac.db import TENANT_SCHEMA, schema_for
 from almanac.platform import planning, policies, quotas
 from almanac.platform.across import plan_for_key_lookups
+from almanac.platform.lanes import LANE_OF, Lanes
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
@@ -68,16 +69,16 @@ WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' l
 # behind a burst (a thousand rows fall due between two ANALYZEs), and with a bare `due_at <= :now`
 # the planner drove the join from the `due_at` index, comparing every due row with every wanted
 # one (474 ms a pass with 8,000 due); this way each wanted row is one primary-key lookup (17 ms).
-_PICK = text("""
+_PICK_SQL = """
 WITH due AS (
     SELECT tenant_slug, occurrence_id, due_at, priority FROM due_index
-    WHERE due_at <= :now ORDER BY due_at LIMIT :scan
+    WHERE due_at <= :now{lane} ORDER BY due_at LIMIT :scan
 ), ranked AS (
     SELECT tenant_slug, occurrence_id, due_at,
            row_number() OVER (PARTITION BY tenant_slug ORDER BY priority DESC, due_at, occurrence_id) AS rn
     FROM due
 ), wanted AS (
-    SELECT tenant_slug, occurrence_id, due_at, rn FROM ranked
+    SELECT tenant_slug, occurrence_id, due_at, rn FROM ranked WHERE rn <= :cap
     ORDER BY (rn - 1) / :chunk, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
 )
 SELECT d.tenant_slug, d.occurrence_id FROM due_index d
@@ -86,7 +87,10 @@ WHERE d.due_at + interval '0 s' <= :now
 ORDER BY (w.rn - 1) / :chunk, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
 LIMIT :limit
 FOR UPDATE OF d SKIP LOCKED
-""")
+"""
+_PICK = text(_PICK_SQL.format(lane=""))
+_PICK_LANE = text(_PICK_SQL.format(lane=f" AND {LANE_OF} = :lane"))  # one lane's tenants (`lanes`)
+
 _NEXT_DUE = select(func.min(D.c.due_at))
 _BACKLOG = text("SELECT tenant_slug, count(*) FROM due_index WHERE due_at <= :now GROUP BY tenant_slug")
 _ROWS_LOCKED = (select(*DUE_COLUMNS).where(O.c.id.in_(bindparam("b_ids", expanding=True)),
@@ -146,10 +150,11 @@ def fair_chunk(limit: int, share: float) -> int:
     return max(1, min(16, int(limit * share)))
 
 
-def pick_parameters(now: datetime, limit: int, share: float, seed: int) -> dict[str, Any]:
-    """`_PICK`'s parameters for a pass of up to `limit` rows; `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
+def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN) -> dict[str, Any]:
+    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant;
+    `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
     return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
-            "limit": limit, "seed": seed}
+            "limit": limit, "seed": seed, "cap": cap}
 
 
 class DueMixin:
@@ -171,8 +176,9 @@ class DueMixin:
                     lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> Any:
         raise NotImplementedError
 
-    def finish_across(self, items: Sequence[Finish]) -> list[bool] | None:
-        """Record finished attempts of many tenants in ONE transaction, optimistically; whether each applied.
+    def finish_across(self, items: Sequence[Finish]) -> Sequence[bool | None] | None:
+        """Record finished attempts of many tenants, optimistically, in ONE transaction per lane
+        (`lanes`: each run on the connection of the lane that claimed it); whether each applied.
 
         A burst spread over many tenants finishes a few runs per tenant at a time: a transaction
         per tenant (BEGIN, the fenced release, the runs' records, COMMIT) cost more round trips
@@ -180,15 +186,37 @@ class DueMixin:
         tenant are recorded by one statement per `across.TENANTS_PER_STATEMENT` tenants
         (`store_record_across`), and the others tenant by tenant (`_finish_batch`, optimistic)
         on the same connection, its schema mapped in turn, tenants in one order (no lock cycles).
-        None when a plain attempt had lost its lease: everything was rolled back, nothing recorded,
-        and the caller records tenant by tenant (`finish_many`, which tells held from fenced).
-        Another attempt that lost its lease is refused in place (False, and a `run.fenced` line).
-        Any other failure rolls back too and raises.
+        When a plain attempt had lost its lease, its transaction is rolled back and its items are
+        None: not recorded, for the caller to record tenant by tenant (`finish_many`, which tells
+        held from fenced); None for the whole when nothing was recorded. Another attempt that lost
+        its lease is refused in place (False, and a `run.fenced` line). Any other failure rolls
+        its transaction back: with lanes, that lane's items are None (logged); without, it raises.
         """
+        lanes: Lanes | None = getattr(self, "lanes", None)
+        if not lanes:
+            return self._finish_on(self.db.engine, items)
+        of = lanes.of(claim.tenant for claim, *_ in items)
+        by_lane: dict[int, list[int]] = {}
+        for i, (claim, *_) in enumerate(items):
+            by_lane.setdefault(of[claim.tenant], []).append(i)
+        applied: list[bool | None] = [None] * len(items)
+        for lane, where in sorted(by_lane.items()):
+            try:
+                with lanes.held(lane, wait=True):
+                    got = self._finish_on(lanes.engines[lane], [items[i] for i in where])
+            except Exception:  # the lanes before it stay recorded: only this lane's runs are left to the caller
+                log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(where)})
+                got = None
+            for j, i in enumerate(where):
+                applied[i] = None if got is None else got[j]
+        return None if all(ok is None for ok in applied) else applied
+
+    def _finish_on(self, engine: Any, items: Sequence[Finish]) -> list[bool] | None:
+        """`finish_across`'s transaction on one engine's connection; None: rolled back, nothing recorded."""
         plain, rest = _split_plain(items)
         applied: list[bool] = [False] * len(items)
         try:
-            with self.db.engine.connect() as conn, conn.begin():
+            with engine.connect() as conn, conn.begin():
                 plan_for_key_lookups(conn)
                 if plain:
                     parts = [(slug, [items[i] for i in where]) for slug, where in plain]
@@ -208,7 +236,8 @@ class DueMixin:
 
     def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,
                      tenant_exists: Any = None) -> CrossBatch:
-        """Claim up to `limit` due occurrences of any tenants, fairly between them, in one transaction.
+        """Claim up to `limit` due occurrences of any tenants, fairly between them: one transaction,
+        or with lanes (`lanes`) one per lane visited.
 
         Each tenant's part runs straight in the transaction (a savepoint each cost two round
         trips per tenant, as much as its claim's reads); should any part fail, all of it is
@@ -217,20 +246,75 @@ class DueMixin:
         part failed, so that the index rows of a tenant that is gone are dropped rather than
         retried forever.
         """
+        lanes: Lanes | None = getattr(self, "lanes", None)
+        if not lanes:
+            return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists)
+        out = CrossBatch([], 0, False)
+        recorded: Counter[str] = Counter()
+
+        def visit(lane: int, quota: int, cap: int) -> None:
+            batch = self._claim_on(lanes.engines[lane], (lane, len(lanes), cap), now, quota, share, tenant_exists)
+            for claim in batch.claims:
+                lanes.note(claim.tenant, lane)
+            out.claims.extend(batch.claims)
+            out.picked += batch.picked
+            out.failed.extend(batch.failed)
+            recorded.update(dict(batch.recorded))
+
+        # First round: every lane in turn, no tenant above its round-robin chunk (a tenant with one due
+        # occurrence is claimed in this pass whatever another lane's tenants have queued); a lane another
+        # thread holds is left for the second. Second round: the rest of the pass, from the lanes that gave.
+        again: list[int] = []
+        for lane in lanes.rotation():
+            if out.picked >= limit:
+                lanes.resume_at(lane)  # not reached: the next pass starts here
+                break
+            with lanes.held(lane, wait=False) as mine:
+                if not mine:
+                    again.append(lane)
+                    continue
+                before = out.picked
+                visit(lane, limit - out.picked, fair_chunk(limit, share))
+                if out.picked > before:
+                    again.append(lane)
+        for lane in again:
+            if out.picked >= limit:
+                break
+            with lanes.held(lane, wait=True):
+                visit(lane, limit - out.picked, SCAN)
+        out.recorded, out.full = sorted(recorded.items()), out.picked >= limit
+        if not out.full:
+            with self.db.engine.connect() as conn:
+                out.next_due_at = conn.execute(_NEXT_DUE).scalar()
+                out.backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
+        return out
+
+    def _claim_on(self, engine: Any, lane: tuple[int, int, int] | None, now: datetime, limit: int, share: float,
+                  tenant_exists: Any) -> CrossBatch:
+        """`claim_across` on one engine's connection; `lane`: (lane, lanes, most rows of a tenant)."""
         try:
-            return self._claim_pass(now, limit, share, None)
+            return self._claim_pass(now, limit, share, None, engine, lane)
         except Exception:
             log.warning("scheduler.claim_retried", extra={"event": "scheduler.claim_retried"}, exc_info=True)
-        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True))
+        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True), engine, lane)
 
-    def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any) -> CrossBatch:
-        """One claim transaction; `tenant_exists` None: optimistic (any failure raises, all rolled back)."""
+    def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any, engine: Any = None,
+                    lane: tuple[int, int, int] | None = None) -> CrossBatch:
+        """One claim transaction on `engine`'s connection (the process's pool by default); `tenant_exists`
+        None: optimistic (any failure raises, all rolled back). `lane`: (lane, lanes, most rows of a tenant).
+
+        Without a `lane` it says, when it did not fill `limit`, when to look again (the lanes' caller does).
+        """
         claims: list[Claim] = []
         recorded: Counter[str] = Counter()
         failed: list[str] = []
         began = time.monotonic()
-        with self.db.engine.connect() as conn, conn.begin():
-            picked = conn.execute(_PICK, pick_parameters(now, limit, share, secrets.randbits(63))).all()
+        with (engine or self.db.engine).connect() as conn, conn.begin():
+            if lane is None:
+                picked = conn.execute(_PICK, pick_parameters(now, limit, share, secrets.randbits(63))).all()
+            else:
+                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2])
+                picked = conn.execute(_PICK_LANE, {**params, "lane": lane[0], "lanes": lane[1]}).all()
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:
                 by_tenant.setdefault(slug, []).append(oid)
@@ -258,7 +342,7 @@ class DueMixin:
                 claims.extend(self._write_deferred(conn, deferred, now))
             full = len(picked) >= limit
             next_due = backlog = None
-            if not full:
+            if not full and lane is None:
                 next_due = conn.execute(_NEXT_DUE).scalar()
                 backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
         return CrossBatch(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)

@@ -27,6 +27,7 @@ from sqlalchemy import bindparam, select
 
 from almanac.db import Database
 from almanac.platform import planning, policies, quotas
+from almanac.platform.lanes import Lanes
 from almanac.platform.models import KV, RUNNING, Job, Run, Script, ScriptVersion
 from almanac.platform.store import Claim
 from almanac.platform.store_claim import BACKLOG, NEXT_DUE, ClaimMixin
@@ -49,6 +50,8 @@ class SqlStore(ClaimMixin, DueMixin, RecordMixin):
         # Script versions never change once written: their source is read once per process.
         self._sources: dict[tuple[str, int, int], str] = {}
         self._sources_lock = threading.Lock()
+        # Each tenant's claims and records on one connection of the process (PostgreSQL, `lanes`).
+        self.lanes = Lanes(db) if db.lanes else None
 
     def claim_manual(self, tenant: str, script_id: int, payload: Any, now: datetime) -> Claim:
         """A run of a script right now, outside any schedule (`POST /scripts/{id}/run`): never retried."""

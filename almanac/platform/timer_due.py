@@ -175,10 +175,11 @@ class CrossTenantScheduler(Scheduler):
             self._cond.notify_all()
 
     def _record_done(self, done: list[Any]) -> None:
-        """Record the finished runs of every tenant in one transaction (`store.finish_across`).
+        """Record the finished runs of every tenant, a transaction per lane (`store.finish_across`).
 
-        Should an attempt have lost its lease, or the transaction fail, the runs are recorded
-        again the per-tenant way (`Scheduler._record_done`: fenced one by one, then each alone).
+        Runs that transaction did not record (an attempt had lost its lease, so it rolled back),
+        or all of them when it failed, are recorded again the per-tenant way
+        (`Scheduler._record_done`: fenced one by one, then each alone).
         """
         if not done:
             return
@@ -190,6 +191,11 @@ class CrossTenantScheduler(Scheduler):
         if applied is None:
             super()._record_done(done)
             return
+        again = [d for d, ok in zip(done, applied) if ok is None]
+        done = [d for d, ok in zip(done, applied) if ok is not None]
+        applied = [ok for ok in applied if ok is not None]
+        if again:
+            super()._record_done(again)
         wake = False
         try:
             for d, ok in zip(done, applied):
