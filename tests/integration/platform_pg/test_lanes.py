@@ -48,6 +48,15 @@ def _tenants(database: Database, make_tenant: Callable[..., str], count: int, la
     return slugs
 
 
+def _tenants_with_jobs(database: Database, make_tenant: Callable[..., str], count: int, now: datetime,
+                       jobs: int) -> list[str]:
+    """`_tenants` over at least 2 lanes, each with `jobs` jobs due `now`."""
+    slugs = _tenants(database, make_tenant, count, 2)
+    for slug in slugs:
+        _jobs(database, slug, _script(database, slug, now), now, jobs)
+    return slugs
+
+
 class _with_lanes:  # what `Lanes` reads of a Database, without opening lane connections
     def __init__(self, db: Database) -> None:
         self.engine, self.lanes = db.engine, [None] * LANES
@@ -71,9 +80,7 @@ def _backends_by_tenant(db: Database, slugs: list[str]) -> dict[str, set[int]]:
 
 def test_each_tenant_is_claimed_and_recorded_on_the_one_connection_of_its_lane(
         laned: Database, database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
-    slugs = _tenants(database, make_tenant, 8, 2)
-    for slug in slugs:
-        _jobs(database, slug, _script(database, slug, now), now, 6)
+    slugs = _tenants_with_jobs(database, make_tenant, 8, now, 6)
     store = SqlStore(laned, EveryRules())
     seen = _backends_by_tenant(laned, slugs)
     held = threading.Event()
@@ -128,9 +135,7 @@ def test_two_processes_with_lanes_and_two_claimers_each_run_every_occurrence_onc
 
     clock = SystemClock()
     now = clock.now()
-    slugs = _tenants(database, make_tenant, 6, 2)
-    for slug in slugs:
-        _jobs(database, slug, _script(database, slug, now), now, 25)
+    slugs = _tenants_with_jobs(database, make_tenant, 6, now, 25)
     processes = [Database(settings.model_copy(update={"pg_lanes": LANES})) for _ in range(2)]
     timers = [CrossTenantScheduler(SqlStore(db, EveryRules()), FunctionRunner(lambda *a: 1), clock,
                                    lambda: [], workers=4, claimers=2) for db in processes]
@@ -158,9 +163,7 @@ def test_a_lost_lease_rolls_back_only_its_lane_s_record_and_the_timer_records_th
     from almanac.platform.timer_due import CrossTenantScheduler
     from almanac.platform.timer_record import _Finished
 
-    slugs = _tenants(database, make_tenant, 8, 2)
-    for slug in slugs:
-        _jobs(database, slug, _script(database, slug, now), now, 2)
+    slugs = _tenants_with_jobs(database, make_tenant, 8, now, 2)
     store = SqlStore(laned, EveryRules())
     claims = store.claim_across(now, 100).claims
     assert len(claims) == 16
@@ -191,9 +194,7 @@ def test_a_lane_whose_record_fails_leaves_only_its_runs_to_the_caller(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, one failure rolled back every tenant's record and the timer recorded them all again;
     with lanes, the lanes before it have committed, so only the failed lane's runs may be retried."""
-    slugs = _tenants(database, make_tenant, 8, 2)
-    for slug in slugs:
-        _jobs(database, slug, _script(database, slug, now), now, 2)
+    slugs = _tenants_with_jobs(database, make_tenant, 8, now, 2)
     store = SqlStore(laned, EveryRules())
     claims = store.claim_across(now, 100).claims
     lane = Lanes(laned).of(slugs)
