@@ -12,6 +12,10 @@ transaction, on one connection:
    the triggers move the claimed rows' `due_at` to their lease end in the index;
 3. when it did not fill `limit`, says when the earliest row of the index falls due.
 
+With lanes (`lanes`, the default on PostgreSQL) a pass is one such transaction per lane it
+visits, each on its lane's connection and picking only that lane's tenants: a tenant is tied
+to one connection of each process, for warm caches, never to a process.
+
 No tenant is visited unless it has due work, so idle tenants cost nothing per pass, and
 nothing ties a tenant to a process: when a process dies, its due work is claimed by the
 others at their next pass; only its running attempts wait for their own leases (their
@@ -42,8 +46,8 @@ from sqlalchemy.orm import Session
 from almanac.db import TENANT_SCHEMA, schema_for
 from almanac.platform import planning, policies, quotas
 from almanac.platform.across import plan_for_key_lookups
-from almanac.platform.lanes import LANE_OF, Lanes
 from almanac.platform.coordination_models import DueEntry
+from almanac.platform.lanes import LANE_OF, Lanes
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
 from almanac.platform.store_claim_batch import DUE_COLUMNS
