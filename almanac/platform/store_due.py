@@ -166,6 +166,7 @@ class DueMixin:
 
     db: Any
     lease_margin_s: float
+    lanes: Lanes | None  # SqlStore's: None on SQLite, or with ALMANAC_PG_LANES=1
     # RecordMixin's, after this one in SqlStore's bases: annotated only, so that it is not shadowed.
     _finish_batch: Callable[..., list[bool]]
     _finish_values: Callable[..., dict[str, Any]]
@@ -196,7 +197,7 @@ class DueMixin:
         its lease is refused in place (False, and a `run.fenced` line). Any other failure rolls
         its transaction back: with lanes, that lane's items are None (logged); without, it raises.
         """
-        lanes: Lanes | None = getattr(self, "lanes", None)
+        lanes = self.lanes
         if not lanes:
             return self._finish_on(self.db.engine, items)
         of = lanes.of(claim.tenant for claim, *_ in items)
@@ -250,7 +251,7 @@ class DueMixin:
         part failed, so that the index rows of a tenant that is gone are dropped rather than
         retried forever.
         """
-        lanes: Lanes | None = getattr(self, "lanes", None)
+        lanes = self.lanes
         if not lanes:
             return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists)
         out = CrossBatch([], 0, False)

@@ -41,25 +41,20 @@ def laned(settings: Settings, database: Database) -> Iterator[Database]:
     db.dispose()
 
 
-def _tenants(database: Database, make_tenant: Callable[..., str], count: int, lanes: int) -> list[str]:
-    """`count` tenants that fall in at least `lanes` different lanes."""
+def _tenants(laned: Database, make_tenant: Callable[..., str], count: int, lanes: int) -> list[str]:
+    """`count` tenants that fall in at least `lanes` different lanes of `laned`."""
     slugs = [make_tenant(f"lane-{i}") for i in range(count)]
-    assert len(set(Lanes(_with_lanes(database)).of(slugs).values())) >= lanes
+    assert len(set(Lanes(laned).of(slugs).values())) >= lanes
     return slugs
 
 
-def _tenants_with_jobs(database: Database, make_tenant: Callable[..., str], count: int, now: datetime,
+def _tenants_with_jobs(laned: Database, make_tenant: Callable[..., str], count: int, now: datetime,
                        jobs: int) -> list[str]:
     """`_tenants` over at least 2 lanes, each with `jobs` jobs due `now`."""
-    slugs = _tenants(database, make_tenant, count, 2)
+    slugs = _tenants(laned, make_tenant, count, 2)
     for slug in slugs:
-        _jobs(database, slug, _script(database, slug, now), now, jobs)
+        _jobs(laned, slug, _script(laned, slug, now), now, jobs)
     return slugs
-
-
-class _with_lanes:  # what `Lanes` reads of a Database, without opening lane connections
-    def __init__(self, db: Database) -> None:
-        self.engine, self.lanes = db.engine, [None] * LANES
 
 
 def _backends_by_tenant(db: Database, slugs: list[str]) -> dict[str, set[int]]:
@@ -80,7 +75,7 @@ def _backends_by_tenant(db: Database, slugs: list[str]) -> dict[str, set[int]]:
 
 def test_each_tenant_is_claimed_and_recorded_on_the_one_connection_of_its_lane(
         laned: Database, database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
-    slugs = _tenants_with_jobs(database, make_tenant, 8, now, 6)
+    slugs = _tenants_with_jobs(laned, make_tenant, 8, now, 6)
     store = SqlStore(laned, EveryRules())
     seen = _backends_by_tenant(laned, slugs)
     held = threading.Event()
@@ -112,7 +107,7 @@ def test_each_tenant_is_claimed_and_recorded_on_the_one_connection_of_its_lane(
 def test_a_quiet_tenant_in_another_lane_is_claimed_in_the_first_pass_whichever_lane_it_starts_at(
         laned: Database, database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
     """SPEC section 11: a tenant with no backlog is not held back by another's thousands."""
-    slugs = _tenants(database, make_tenant, 8, 2)
+    slugs = _tenants(laned, make_tenant, 8, 2)
     lane = Lanes(laned).of(slugs)
     noisy = slugs[0]
     quiet = next(slug for slug in slugs if lane[slug] != lane[noisy])
@@ -128,14 +123,14 @@ def test_a_quiet_tenant_in_another_lane_is_claimed_in_the_first_pass_whichever_l
 
 
 def test_two_processes_with_lanes_and_two_claimers_each_run_every_occurrence_once(
-        settings: Settings, database: Database, make_tenant: Callable[..., str]) -> None:
+        settings: Settings, database: Database, laned: Database, make_tenant: Callable[..., str]) -> None:
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
     from almanac.platform.timer_due import CrossTenantScheduler
 
     clock = SystemClock()
     now = clock.now()
-    slugs = _tenants_with_jobs(database, make_tenant, 6, now, 25)
+    slugs = _tenants_with_jobs(laned, make_tenant, 6, now, 25)
     processes = [Database(settings.model_copy(update={"pg_lanes": LANES})) for _ in range(2)]
     timers = [CrossTenantScheduler(SqlStore(db, EveryRules()), FunctionRunner(lambda *a: 1), clock,
                                    lambda: [], workers=4, claimers=2) for db in processes]
@@ -163,7 +158,7 @@ def test_a_lost_lease_rolls_back_only_its_lane_s_record_and_the_timer_records_th
     from almanac.platform.timer_due import CrossTenantScheduler
     from almanac.platform.timer_record import _Finished
 
-    slugs = _tenants_with_jobs(database, make_tenant, 8, now, 2)
+    slugs = _tenants_with_jobs(laned, make_tenant, 8, now, 2)
     store = SqlStore(laned, EveryRules())
     claims = store.claim_across(now, 100).claims
     assert len(claims) == 16
@@ -194,7 +189,7 @@ def test_a_lane_whose_record_fails_leaves_only_its_runs_to_the_caller(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, one failure rolled back every tenant's record and the timer recorded them all again;
     with lanes, the lanes before it have committed, so only the failed lane's runs may be retried."""
-    slugs = _tenants_with_jobs(database, make_tenant, 8, now, 2)
+    slugs = _tenants_with_jobs(laned, make_tenant, 8, now, 2)
     store = SqlStore(laned, EveryRules())
     claims = store.claim_across(now, 100).claims
     lane = Lanes(laned).of(slugs)
