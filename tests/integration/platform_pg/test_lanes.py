@@ -74,7 +74,7 @@ def _backends_by_tenant(db: Database, slugs: list[str]) -> dict[str, set[int]]:
 
 
 def test_each_tenant_is_claimed_and_recorded_on_the_one_connection_of_its_lane(
-        laned: Database, database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
+        laned: Database, make_tenant: Callable[..., str], now: datetime) -> None:
     slugs = _tenants_with_jobs(laned, make_tenant, 8, now, 6)
     store = SqlStore(laned, EveryRules())
     seen = _backends_by_tenant(laned, slugs)
@@ -185,7 +185,7 @@ def test_a_lost_lease_rolls_back_only_its_lane_s_record_and_the_timer_records_th
 
 
 def test_a_lane_whose_record_fails_leaves_only_its_runs_to_the_caller(
-        laned: Database, database: Database, make_tenant: Callable[..., str], now: datetime,
+        laned: Database, make_tenant: Callable[..., str], now: datetime,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, one failure rolled back every tenant's record and the timer recorded them all again;
     with lanes, the lanes before it have committed, so only the failed lane's runs may be retried."""
