@@ -21,6 +21,13 @@ nothing ties a tenant to a process: when a process dies, its due work is claimed
 others at their next pass; only its running attempts wait for their own leases (their
 `due_at` is the lease end, so they come back through the index when it lapses).
 
+Affinity, an optimisation only (`prefer`): a pass orders the due rows of the tenants its process
+holds timer leases for (`TenantLeases`) before the others'. A tenant met by every process is met
+cold by a backend of each (building its tables' catalog entries and plans); held by one, its
+work is claimed by its holder while the holder has room, so its tables stay warm there. Any
+process still claims any tenant's rows once its own are taken, so the work of a process that
+died is claimed by the others at once, as before.
+
 Fairness between tenants (SPEC section 11): the due rows are ranked within their tenant
 (priority, then due time) and taken round robin in chunks of `chunk` rows per tenant,
 so with k tenants due a pass gives each about `limit / k`, and a tenant with one due
@@ -36,7 +43,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -45,7 +52,7 @@ from sqlalchemy.orm import Session
 
 from almanac.db import TENANT_SCHEMA, schema_for
 from almanac.platform import planning, policies, quotas
-from almanac.platform.across import plan_for_key_lookups
+from almanac.platform.across import array_literal, plan_for_key_lookups
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.lanes import LANE_OF, Lanes
 from almanac.platform.models import Occurrence
@@ -62,7 +69,8 @@ D, O = (cast(Table, m.__table__) for m in (DueEntry, Occurrence))  # Core tables
 SCAN = 100_000  # due rows (oldest first) ranked per pass: bounds a pass's cost after a long outage
 WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' locked rows to be skipped
 
-# Ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant;
+# The rows of the tenants in :mine (the process's, `prefer`) first, the others' after them; then
+# ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant;
 # the outer query locks what it can of them (rows another process holds are skipped, not waited for).
 # Tenants due at the same time are ordered by a hash seeded per pass: no tenant is always first
 # when a round is cut short, and processes claiming at once mostly reach for different rows.
@@ -82,13 +90,14 @@ WITH due AS (
            row_number() OVER (PARTITION BY tenant_slug ORDER BY priority DESC, due_at, occurrence_id) AS rn
     FROM due
 ), wanted AS (
-    SELECT tenant_slug, occurrence_id, due_at, rn FROM ranked WHERE rn <= :cap
-    ORDER BY (rn - 1) / :chunk, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
+    SELECT tenant_slug, occurrence_id, due_at, rn, NOT (tenant_slug = ANY(CAST(:mine AS varchar[]))) AS theirs
+    FROM ranked WHERE rn <= :cap
+    ORDER BY theirs, (rn - 1) / :chunk, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
 )
 SELECT d.tenant_slug, d.occurrence_id FROM due_index d
 JOIN wanted w ON w.tenant_slug = d.tenant_slug AND w.occurrence_id = d.occurrence_id
 WHERE d.due_at + interval '0 s' <= :now
-ORDER BY (w.rn - 1) / :chunk, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
+ORDER BY w.theirs, (w.rn - 1) / :chunk, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
 LIMIT :limit
 FOR UPDATE OF d SKIP LOCKED
 """
@@ -154,11 +163,12 @@ def fair_chunk(limit: int, share: float) -> int:
     return max(1, min(16, int(limit * share)))
 
 
-def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN) -> dict[str, Any]:
-    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant;
-    `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
+def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN,
+                    prefer: Collection[str] = ()) -> dict[str, Any]:
+    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant, the rows of
+    the tenants in `prefer` first; `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
     return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
-            "limit": limit, "seed": seed, "cap": cap}
+            "limit": limit, "seed": seed, "cap": cap, "mine": array_literal(sorted(prefer), "varchar")}
 
 
 class DueMixin:
@@ -240,9 +250,10 @@ class DueMixin:
         return applied
 
     def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,
-                     tenant_exists: Any = None) -> CrossBatch:
+                     tenant_exists: Any = None, prefer: Collection[str] = ()) -> CrossBatch:
         """Claim up to `limit` due occurrences of any tenants, fairly between them: one transaction,
-        or with lanes (`lanes`) one per lane visited.
+        or with lanes (`lanes`) one per lane visited. The rows of the tenants in `prefer` (the
+        process's timer leases) come first in each pick, the other tenants' after them.
 
         Each tenant's part runs straight in the transaction (a savepoint each cost two round
         trips per tenant, as much as its claim's reads); should any part fail, all of it is
@@ -253,12 +264,13 @@ class DueMixin:
         """
         lanes = self.lanes
         if not lanes:
-            return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists)
+            return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists, prefer)
         out = CrossBatch([], 0, False)
         recorded: Counter[str] = Counter()
 
         def visit(lane: int, quota: int, cap: int) -> None:
-            batch = self._claim_on(lanes.engines[lane], (lane, len(lanes), cap), now, quota, share, tenant_exists)
+            batch = self._claim_on(lanes.engines[lane], (lane, len(lanes), cap), now, quota, share, tenant_exists,
+                                   prefer)
             for claim in batch.claims:
                 lanes.note(claim.tenant, lane)
             out.claims.extend(batch.claims)
@@ -295,16 +307,16 @@ class DueMixin:
         return out
 
     def _claim_on(self, engine: Any, lane: tuple[int, int, int] | None, now: datetime, limit: int, share: float,
-                  tenant_exists: Any) -> CrossBatch:
+                  tenant_exists: Any, prefer: Collection[str]) -> CrossBatch:
         """`claim_across` on one engine's connection; `lane`: (lane, lanes, most rows of a tenant)."""
         try:
-            return self._claim_pass(now, limit, share, None, engine, lane)
+            return self._claim_pass(now, limit, share, None, engine, lane, prefer)
         except Exception:
             log.warning("scheduler.claim_retried", extra={"event": "scheduler.claim_retried"}, exc_info=True)
-        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True), engine, lane)
+        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True), engine, lane, prefer)
 
     def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any, engine: Any = None,
-                    lane: tuple[int, int, int] | None = None) -> CrossBatch:
+                    lane: tuple[int, int, int] | None = None, prefer: Collection[str] = ()) -> CrossBatch:
         """One claim transaction on `engine`'s connection (the process's pool by default); `tenant_exists`
         None: optimistic (any failure raises, all rolled back). `lane`: (lane, lanes, most rows of a tenant).
 
@@ -316,9 +328,10 @@ class DueMixin:
         began = time.monotonic()
         with (engine or self.db.engine).connect() as conn, conn.begin():
             if lane is None:
-                picked = conn.execute(_PICK, pick_parameters(now, limit, share, secrets.randbits(63))).all()
+                params = pick_parameters(now, limit, share, secrets.randbits(63), prefer=prefer)
+                picked = conn.execute(_PICK, params).all()
             else:
-                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2])
+                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2], prefer=prefer)
                 picked = conn.execute(_PICK_LANE, {**params, "lane": lane[0], "lanes": lane[1]}).all()
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:
