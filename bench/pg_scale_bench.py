@@ -391,6 +391,8 @@ def main() -> None:
                 pg_setup.fill_tenant(db, slug, per_tenant, rule)
                 if i % 100 == 99:
                     print(f"  {(i + 1) * per_tenant} schedules, {time.monotonic() - t1:.0f} s", flush=True)
+        if not cloned:
+            pg_setup.vacuum(args.pg_url)
         t2 = time.monotonic()
         if args.template and not cloned:  # kept as it is now, then this run works on a copy of it
             db.dispose()
