@@ -21,8 +21,11 @@ nothing ties a tenant to a process: when a process dies, its due work is claimed
 others at their next pass; only its running attempts wait for their own leases (their
 `due_at` is the lease end, so they come back through the index when it lapses).
 
-Affinity, an optimisation only (`prefer`): a pass orders the due rows of the tenants its process
-holds timer leases for (`TenantLeases`) before the others'. A tenant met by every process is met
+Affinity, an optimisation only (`prefer`): within each round of the round robin below, a pass
+orders the due rows of the tenants its process holds timer leases for (`TenantLeases`) before the
+others'. A burst of up to 16 rows a tenant is one round, so each process claims its own tenants'
+rows first; a quiet tenant's one row still comes in the first round, whoever holds it (its holder
+may have died, and the leases move only when they lapse). A tenant met by every process is met
 cold by a backend of each (building its tables' catalog entries and plans); held by one, its
 work is claimed by its holder while the holder has room, so its tables stay warm there. Any
 process still claims any tenant's rows once its own are taken, so the work of a process that
@@ -69,8 +72,8 @@ D, O = (cast(Table, m.__table__) for m in (DueEntry, Occurrence))  # Core tables
 SCAN = 100_000  # due rows (oldest first) ranked per pass: bounds a pass's cost after a long outage
 WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' locked rows to be skipped
 
-# The rows of the tenants in :mine (the process's, `prefer`) first, the others' after them; then
-# ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant;
+# Ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant,
+# and within each round the rows of the tenants in :mine (the process's, `prefer`) before the others';
 # the outer query locks what it can of them (rows another process holds are skipped, not waited for).
 # Tenants due at the same time are ordered by a hash seeded per pass: no tenant is always first
 # when a round is cut short, and processes claiming at once mostly reach for different rows.
@@ -92,12 +95,12 @@ WITH due AS (
 ), wanted AS (
     SELECT tenant_slug, occurrence_id, due_at, rn, NOT (tenant_slug = ANY(CAST(:mine AS varchar[]))) AS theirs
     FROM ranked WHERE rn <= :cap
-    ORDER BY theirs, (rn - 1) / :chunk, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
+    ORDER BY (rn - 1) / :chunk, theirs, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
 )
 SELECT d.tenant_slug, d.occurrence_id FROM due_index d
 JOIN wanted w ON w.tenant_slug = d.tenant_slug AND w.occurrence_id = d.occurrence_id
 WHERE d.due_at + interval '0 s' <= :now
-ORDER BY w.theirs, (w.rn - 1) / :chunk, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
+ORDER BY (w.rn - 1) / :chunk, w.theirs, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
 LIMIT :limit
 FOR UPDATE OF d SKIP LOCKED
 """
@@ -252,8 +255,8 @@ class DueMixin:
     def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,
                      tenant_exists: Any = None, prefer: Collection[str] = ()) -> CrossBatch:
         """Claim up to `limit` due occurrences of any tenants, fairly between them: one transaction,
-        or with lanes (`lanes`) one per lane visited. The rows of the tenants in `prefer` (the
-        process's timer leases) come first in each pick, the other tenants' after them.
+        or with lanes (`lanes`) one per lane visited. Within each round of the round robin, the rows
+        of the tenants in `prefer` (the process's timer leases) come before the other tenants'.
 
         Each tenant's part runs straight in the transaction (a savepoint each cost two round
         trips per tenant, as much as its claim's reads); should any part fail, all of it is

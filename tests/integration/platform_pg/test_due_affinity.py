@@ -4,9 +4,9 @@ Every process may claim any tenant's due work from the shared index, and should 
 that dies leaves its tenants' work to the others at once). But a tenant met by every process
 is met cold by a backend of each: in a burst over 1,000 tenants on 4 processes, planning with
 cold catalog caches was a third of PostgreSQL's time (bench/HISTORY.md, 2026-11-27, tenth
-session). So a pass orders the rows of the tenants it holds timer leases for (`TenantLeases`,
-one owner per tenant) before the others': a tenant's work is claimed by its holder while the
-holder has room, and by anyone otherwise. These tests fail on the code before: `claim_across`
+session). So within each round of its round robin a pass orders the rows of the tenants it holds
+timer leases for (`TenantLeases`, one holder a tenant) before the others': a tenant's work is
+claimed by its holder while the holder has room, and by anyone otherwise. These tests fail on the code before: `claim_across`
 had no `prefer`, and the timer did not pass its tenants.
 """
 
@@ -45,8 +45,20 @@ def test_a_pass_takes_the_tenants_it_holds_first_though_another_s_work_is_older(
         database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
     old, held = _two(database, make_tenant, now)
     store = SqlStore(database, EveryRules())
-    assert Counter(c.tenant for c in store.claim_across(now, 4, prefer=[held]).claims) == {held: 4}
-    assert Counter(c.tenant for c in store.claim_across(now, 4, prefer=[held]).claims) == {old: 4}
+    # A share of 1: a round of the round robin is 4 rows a tenant, so all of both tenants' rows are
+    # in the first round (as in a burst of up to 16 rows a tenant), and the preference orders it.
+    assert Counter(c.tenant for c in store.claim_across(now, 4, share=1.0, prefer=[held]).claims) == {held: 4}
+    assert Counter(c.tenant for c in store.claim_across(now, 4, share=1.0, prefer=[held]).claims) == {old: 4}
+
+
+def test_the_preference_never_comes_before_the_round_robin(
+        database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
+    old, held = _two(database, make_tenant, now)
+    store = SqlStore(database, EveryRules())
+    # Rounds of 2 rows a tenant (a pass of 4, share 0.5): the held tenant's first 2, then the other's
+    # first 2 in the same round, before the held tenant's next round. A tenant whose holder died is
+    # not left behind the living holders' backlogs.
+    assert Counter(c.tenant for c in store.claim_across(now, 4, prefer=[held]).claims) == {old: 2, held: 2}
 
 
 def test_without_a_preference_the_pass_is_as_fair_as_before(
