@@ -275,8 +275,9 @@ def sandbox_processes(configured: int | None) -> int:
 class ScaledScheduler:
     """The timer with its scale-out companions, started and stopped together.
 
-    On PostgreSQL the timer claims across all tenants from the shared due index and
-    `TenantLeases` only spreads the tenants' deliveries over the processes; on SQLite
+    On PostgreSQL the timer claims across all tenants from the shared due index, the
+    tenants it holds `TenantLeases` for first, and the leases spread the tenants'
+    deliveries over the processes; on SQLite
     it decides which tenants the timer looks at (all of them). The `Listener`
     (PostgreSQL only) wakes the timer when another process NOTIFYs a change, and
     re-wakes it after reconnecting.
@@ -340,7 +341,7 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
                                          parallel=getattr(runner, "processes", None))
     if db.is_sqlite:  # a tenant is a file of its own: the timer looks at each (all of them: one process)
         timer = Scheduler(store, runner, clock, leases.owned, **timer_options)
-    else:  # one claim across every tenant from the shared due index; tenant leases only spread deliveries
+    else:  # one claim across every tenant from the shared due index; the tenants it holds leases for first
         timer = CrossTenantScheduler(store, runner, clock, leases.owned, **timer_options,
                                      tenant_exists=lambda slug: slug in set(list_slugs(db)))
     holder.append(timer)

@@ -168,8 +168,9 @@ def fair_chunk(limit: int, share: float) -> int:
 
 def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN,
                     prefer: Collection[str] = ()) -> dict[str, Any]:
-    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant, the rows of
-    the tenants in `prefer` first; `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
+    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant, within each
+    round the rows of the tenants in `prefer` first; `seed` (0 to 2**63 - 1) varies the round robin's
+    tie order."""
     return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
             "limit": limit, "seed": seed, "cap": cap, "mine": array_literal(sorted(prefer), "varchar")}
 

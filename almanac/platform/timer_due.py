@@ -290,7 +290,8 @@ class CrossTenantScheduler(Scheduler):
                 return now + self.idle, True
             self._inflight += free  # reserved while the claim runs
         try:
-            # The tenants this process holds timer leases for first (warm caches), any other's after.
+            # Within each round robin round, the tenants this process holds timer leases for first
+            # (their tables stay warm in its backends), any other tenant's after them.
             batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists,
                                             prefer=list(self.tenants()))
         finally:
