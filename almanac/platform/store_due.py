@@ -166,13 +166,22 @@ def fair_chunk(limit: int, share: float) -> int:
     return max(1, min(16, int(limit * share)))
 
 
+NO_PREFERENCE = "{}"  # `preferred(())`: no tenant's rows before the others'
+
+
+def preferred(prefer: Collection[str]) -> str:
+    """The tenants in `prefer` as `_PICK`'s :mine (a text array), made once per `claim_across`:
+    a process holds a few hundred tenants' leases, and a pass picks once per lane it visits."""
+    return array_literal(sorted(prefer), "varchar")
+
+
 def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN,
-                    prefer: Collection[str] = ()) -> dict[str, Any]:
+                    mine: str = NO_PREFERENCE) -> dict[str, Any]:
     """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant, within each
-    round the rows of the tenants in `prefer` first; `seed` (0 to 2**63 - 1) varies the round robin's
-    tie order."""
+    round the rows of the tenants in `mine` (`preferred`) first; `seed` (0 to 2**63 - 1) varies the
+    round robin's tie order."""
     return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
-            "limit": limit, "seed": seed, "cap": cap, "mine": array_literal(sorted(prefer), "varchar")}
+            "limit": limit, "seed": seed, "cap": cap, "mine": mine}
 
 
 class DueMixin:
@@ -266,15 +275,15 @@ class DueMixin:
         part failed, so that the index rows of a tenant that is gone are dropped rather than
         retried forever.
         """
-        lanes = self.lanes
+        lanes, first = self.lanes, preferred(prefer)
         if not lanes:
-            return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists, prefer)
+            return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists, first)
         out = CrossBatch([], 0, False)
         recorded: Counter[str] = Counter()
 
         def visit(lane: int, quota: int, cap: int) -> None:
             batch = self._claim_on(lanes.engines[lane], (lane, len(lanes), cap), now, quota, share, tenant_exists,
-                                   prefer)
+                                   first)
             for claim in batch.claims:
                 lanes.note(claim.tenant, lane)
             out.claims.extend(batch.claims)
@@ -311,16 +320,17 @@ class DueMixin:
         return out
 
     def _claim_on(self, engine: Any, lane: tuple[int, int, int] | None, now: datetime, limit: int, share: float,
-                  tenant_exists: Any, prefer: Collection[str]) -> CrossBatch:
-        """`claim_across` on one engine's connection; `lane`: (lane, lanes, most rows of a tenant)."""
+                  tenant_exists: Any, mine: str) -> CrossBatch:
+        """`claim_across` on one engine's connection; `lane`: (lane, lanes, most rows of a tenant);
+        `mine`: the preferred tenants (`preferred`)."""
         try:
-            return self._claim_pass(now, limit, share, None, engine, lane, prefer)
+            return self._claim_pass(now, limit, share, None, engine, lane, mine)
         except Exception:
             log.warning("scheduler.claim_retried", extra={"event": "scheduler.claim_retried"}, exc_info=True)
-        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True), engine, lane, prefer)
+        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True), engine, lane, mine)
 
     def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any, engine: Any = None,
-                    lane: tuple[int, int, int] | None = None, prefer: Collection[str] = ()) -> CrossBatch:
+                    lane: tuple[int, int, int] | None = None, mine: str = NO_PREFERENCE) -> CrossBatch:
         """One claim transaction on `engine`'s connection (the process's pool by default); `tenant_exists`
         None: optimistic (any failure raises, all rolled back). `lane`: (lane, lanes, most rows of a tenant).
 
@@ -332,10 +342,10 @@ class DueMixin:
         began = time.monotonic()
         with (engine or self.db.engine).connect() as conn, conn.begin():
             if lane is None:
-                params = pick_parameters(now, limit, share, secrets.randbits(63), prefer=prefer)
+                params = pick_parameters(now, limit, share, secrets.randbits(63), mine=mine)
                 picked = conn.execute(_PICK, params).all()
             else:
-                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2], prefer=prefer)
+                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2], mine=mine)
                 picked = conn.execute(_PICK_LANE, {**params, "lane": lane[0], "lanes": lane[1]}).all()
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:
