@@ -6,8 +6,9 @@ is met cold by a backend of each: in a burst over 1,000 tenants on 4 processes, 
 cold catalog caches was a third of PostgreSQL's time (bench/HISTORY.md, 2026-11-27, tenth
 session). So within each round of its round robin a pass orders the rows of the tenants it holds
 timer leases for (`TenantLeases`, one holder a tenant) before the others': a tenant's work is
-claimed by its holder while the holder has room, and by anyone otherwise. These tests fail on the code before: `claim_across`
-had no `prefer`, and the timer did not pass its tenants.
+claimed by its holder while the holder has room, and by anyone otherwise. These tests fail on
+the code before (`claim_across` had no `prefer`, and the timer did not pass its tenants), but
+for `test_without_a_preference_the_pass_is_as_fair_as_before`, which pins what did not change.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from almanac.platform.runner import FunctionRunner
 from almanac.platform.store_due import CrossBatch
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer_due import CrossTenantScheduler
-from almanac.settings import Settings
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_due_index import _jobs, _script
 
@@ -78,22 +78,18 @@ def test_other_tenants_work_is_claimed_at_once_when_the_held_ones_have_none(
 
 
 def test_a_lane_s_pass_takes_the_tenants_it_holds_first(
-        settings: Settings, make_tenant: Callable[..., str], now: datetime) -> None:
-    laned = Database(settings.model_copy(update={"pg_lanes": 4}))
-    try:
-        slugs = [make_tenant(f"aff-lane-{i}") for i in range(5)]
-        by_lane: dict[int, list[str]] = {}
-        for slug, lane in Lanes(laned).of(slugs).items():
-            by_lane.setdefault(lane, []).append(slug)
-        old, held = next(pair for pair in by_lane.values() if len(pair) >= 2)[:2]  # 5 tenants, 4 lanes
-        _jobs(laned, old, _script(laned, old, now), now - timedelta(minutes=5), 4)
-        _jobs(laned, held, _script(laned, held, now), now, 4)
-        # A share of 1: the lanes' first round caps every tenant at its round-robin chunk (fairness
-        # between lanes), here the whole pass, so only the preference decides.
-        batch = SqlStore(laned, EveryRules()).claim_across(now, 4, share=1.0, prefer=[held])
-        assert Counter(c.tenant for c in batch.claims) == {held: 4}
-    finally:
-        laned.dispose()
+        laned: Database, make_tenant: Callable[..., str], now: datetime) -> None:
+    slugs = [make_tenant(f"aff-lane-{i}") for i in range(5)]
+    by_lane: dict[int, list[str]] = {}
+    for slug, lane in Lanes(laned).of(slugs).items():
+        by_lane.setdefault(lane, []).append(slug)
+    old, held = next(pair for pair in by_lane.values() if len(pair) >= 2)[:2]  # 5 tenants, 4 lanes
+    _jobs(laned, old, _script(laned, old, now), now - timedelta(minutes=5), 4)
+    _jobs(laned, held, _script(laned, held, now), now, 4)
+    # A share of 1: the lanes' first round caps every tenant at its round-robin chunk (fairness
+    # between lanes), here the whole pass, so only the preference decides.
+    batch = SqlStore(laned, EveryRules()).claim_across(now, 4, share=1.0, prefer=[held])
+    assert Counter(c.tenant for c in batch.claims) == {held: 4}
 
 
 class Recording:

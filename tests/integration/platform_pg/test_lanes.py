@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,20 +25,12 @@ from almanac.platform.store_sql import SqlStore
 from almanac.sandbox.contract import RunResult
 from almanac.settings import Settings
 from tests.integration.platform.scheduler_world import EveryRules
+from tests.integration.platform_pg.conftest import LANES
 from tests.integration.platform_pg.test_due_index import _index, _jobs, _script
 
 pytestmark = pytest.mark.postgres
 
-LANES = 4
 DONE = RunResult("succeeded", output=1, duration_ms=1)
-
-
-@pytest.fixture
-def laned(settings: Settings, database: Database) -> Iterator[Database]:
-    """A process's database with lanes, beside `database` (one lane), on the same server."""
-    db = Database(settings.model_copy(update={"pg_lanes": LANES}))
-    yield db
-    db.dispose()
 
 
 def _tenants(laned: Database, make_tenant: Callable[..., str], count: int, lanes: int) -> list[str]:
