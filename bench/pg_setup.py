@@ -81,7 +81,7 @@ def clone_template(args: Any) -> bool:
             return False
         refuse_stale_template(server, args.template)
         name = f"bench_{uuid.uuid4().hex[:8]}"
-        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{args.template}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{args.template}" STRATEGY FILE_COPY')
     args.pg_url = f"{base}/{name}"
     return True
 
