@@ -20,14 +20,22 @@ PostgreSQL array (`array_literal`) that the statement casts (`%(x)s::int[]`): ps
 dumps a list element by element in Python, which was a sixth of a worker's CPU in a
 burst (2.9 ms for the 225 arrays of one record statement over 15 tenants, 1.0 ms this
 way; PostgreSQL reads the same text either way).
+
+They run through `run`, on the driver's connection with PostgreSQL's own `$n` placeholders: their
+texts are long and never the same twice, and psycopg's conversion of `%(name)s` placeholders,
+uncached for such texts, and SQLAlchemy's result set-up were about a sixth of a worker's CPU in a
+burst (bench/HISTORY.md, 2026-11-28).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, TypeVar
+
+import psycopg
 
 from almanac.db import met_schema, schema_for
 
@@ -53,6 +61,47 @@ def schema_quoter(conn: Any) -> Callable[[str], str]:
     return schema
 
 
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+def numbered(sql: str, params: dict[str, Any]) -> tuple[str, list[Any]]:
+    """`sql` with its `%(name)s` placeholders as PostgreSQL's `$n` (a name met again keeps its number,
+    `%%` becomes `%`), and the values in that order. One regular-expression pass, in C."""
+    order: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "%"
+        return f"${order.setdefault(name, len(order) + 1)}"
+
+    text = _PLACEHOLDER.sub(number, sql)
+    return text, [params[name] for name in order]
+
+
+def run(conn: Any, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Execute one statement with `%(name)s` placeholders in `conn`'s transaction; its rows (none for a write).
+
+    On the psycopg connection under `conn` (a SQLAlchemy connection), with a `RawCursor`: the same
+    server-side parameters and types as `conn.exec_driver_sql`, without psycopg's conversion of the
+    text or SQLAlchemy's result objects. Its `before_cursor_execute` listeners are told of the
+    statement, as for the connection's own (they cannot rewrite it here). A failure is raised as psycopg raises it; when it broke the
+    connection, `conn` is invalidated first, so that its pool does not hand it out again.
+    """
+    text, values = numbered(sql, params)
+    raw = conn.connection.driver_connection
+    try:
+        with psycopg.RawCursor(raw) as cur:
+            for listener in conn.dispatch.before_cursor_execute:  # what watches the connection's SQL sees this too
+                listener(conn, cur, text, values, None, False)
+            cur.execute(text, values)
+            return cur.fetchall() if cur.description is not None else []
+    except psycopg.Error:
+        if raw.broken or raw.closed:
+            conn.invalidate()
+        raise
+
+
 # The setting the tenants' due-index triggers test (t0019_due_index_by_statement): 'on' turns them off.
 BY_STATEMENT = "almanac.due_index_by_statement"
 
@@ -65,9 +114,9 @@ def due_index_by_statement(conn: Any) -> Iterator[None]:
     exception it stays set: the caller must roll the transaction back, which unsets it (a
     statement that failed leaves the transaction unable to run the unsetting one anyway).
     """
-    conn.exec_driver_sql("SELECT set_config(%(name)s, 'on', true)", {"name": BY_STATEMENT})
+    run(conn, "SELECT set_config(%(name)s, 'on', true)", {"name": BY_STATEMENT})
     yield
-    conn.exec_driver_sql("SELECT set_config(%(name)s, '', true)", {"name": BY_STATEMENT})
+    run(conn, "SELECT set_config(%(name)s, '', true)", {"name": BY_STATEMENT})
 
 
 # What `plan_for_key_lookups` sets: PostgreSQL's documented value for data in memory or on SSD.
@@ -84,7 +133,7 @@ def plan_for_key_lookups(conn: Any) -> None:
     in a burst (bench/HISTORY.md, 2026-11-27, fifth session). Set for the transaction only
     (`set_config(..., true)`): every other statement keeps the server's settings.
     """
-    conn.exec_driver_sql("SELECT set_config('random_page_cost', %(cost)s, true)", {"cost": RANDOM_PAGE_COST})
+    run(conn, "SELECT set_config('random_page_cost', %(cost)s, true)", {"cost": RANDOM_PAGE_COST})
 
 
 def index_moves(moved: Sequence[str]) -> str:

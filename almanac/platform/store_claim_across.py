@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from almanac.platform.across import array_literal, chunks, due_index_by_statement, index_moves, schema_quoter
+from almanac.platform.across import array_literal, chunks, due_index_by_statement, index_moves, run, schema_quoter
 from almanac.platform.models import RUNNING
 
 # (column, array type) of a new occurrence and of a new run, in the order of their values' keys.
@@ -134,7 +134,7 @@ def write_claims(conn: Any, parts: Sequence[Part]) -> dict[tuple[str, int], int]
     with due_index_by_statement(conn):
         for chunk in chunks(writing):
             sql, params = statement(chunk, schema)
-            for i, occurrence_id, run_id in conn.exec_driver_sql(sql, params):
+            for i, occurrence_id, run_id in run(conn, sql, params):
                 if i >= 0:  # -1: the due index's row
                     run_ids[(chunk[i].slug, occurrence_id)] = run_id
             wanted = sum(len(part.cas) for part in chunk)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from almanac.platform.across import array_literal, chunks, schema_quoter
+from almanac.platform.across import array_literal, chunks, run, schema_quoter
 from almanac.platform.models import RUNNING
 from almanac.platform.quotas import day_start
 from almanac.platform.store_claim_batch import DUE_COLUMNS, JOBS, RUNNING_OF, SCHEDULES, SCRIPTS
@@ -132,7 +132,7 @@ def _lock_rows(conn: Any, schemas: list[tuple[int, str]], params: dict[str, Any]
     ctes = ", ".join(f"l{i} AS ({_LOCKED.format(i=i, schema=schema)})" for i, schema in schemas)
     rows = " UNION ALL ".join(f"SELECT {i} AS part, * FROM l{i}" for i, _ in schemas)
     sql = f"WITH {ctes} SELECT * FROM ({rows}) AS due ORDER BY part, priority DESC, due_at, id"
-    for part, *row, _priority, _due in conn.exec_driver_sql(sql, params):
+    for part, *row, _priority, _due in run(conn, sql, params):
         row[4] = _utc(row[4])
         reads[part].rows.append(DueRow(*row))
 
@@ -142,12 +142,12 @@ def _read_owners(conn: Any, schemas: list[tuple[int, str]], params: dict[str, An
     with_schedules = [(i, sch) for i, sch in schemas if params[f"sch{i}"]]
     with_jobs = [(i, sch) for i, sch in schemas if params[f"job{i}"]]
     if with_schedules:
-        for part, *row in conn.exec_driver_sql(_union(_SCHEDULES, with_schedules), params):
+        for part, *row in run(conn, _union(_SCHEDULES, with_schedules), params):
             reads[part].schedules[row[0]] = ScheduleRow(*row)
-        for part, oid, sid, lease in conn.exec_driver_sql(_union(_RUNNING, with_schedules), params):
+        for part, oid, sid, lease in run(conn, _union(_RUNNING, with_schedules), params):
             reads[part].running.setdefault(sid, {})[oid] = _utc(lease)
     if with_jobs:
-        for part, *row in conn.exec_driver_sql(_union(_JOBS, with_jobs), params):
+        for part, *row in run(conn, _union(_JOBS, with_jobs), params):
             row[3] = _utc(row[3])
             reads[part].jobs[row[0]] = JobRow(*row)
 
@@ -160,7 +160,7 @@ def _read_scripts_and_day(conn: Any, schemas: list[tuple[int, str]], params: dic
         params[f"scr{i}"] = _ids({o.script_id for o in owners})
     with_scripts = [(i, sch) for i, sch in schemas if params[f"scr{i}"]]
     if with_scripts:
-        for part, *row in conn.exec_driver_sql(_union(_SCRIPTS, with_scripts), params):
+        for part, *row in run(conn, _union(_SCRIPTS, with_scripts), params):
             reads[part].scripts.append(ScriptRow(*row))
     for i, _ in schemas:
         wanted = [(r.id, r.current_version) for r in reads[i].scripts if not known(slugs[i], r.id, r.current_version)]
@@ -168,9 +168,9 @@ def _read_scripts_and_day(conn: Any, schemas: list[tuple[int, str]], params: dic
         params[f"ver{i}"] = array_literal([v for _, v in wanted], "int")
     with_sources = [(i, sch) for i, sch in schemas if params[f"src{i}"]]
     if with_sources:
-        for part, sid, version, source in conn.exec_driver_sql(_union(_SOURCES, with_sources), params):
+        for part, sid, version, source in run(conn, _union(_SOURCES, with_sources), params):
             reads[part].sources[(sid, version)] = source
-    for part, runs, ms in conn.exec_driver_sql(_union(_DAY, schemas), params):
+    for part, runs, ms in run(conn, _union(_DAY, schemas), params):
         reads[part].day = (int(runs), int(ms))
 
 

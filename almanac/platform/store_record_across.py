@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from almanac.platform.across import array_literal, chunks, due_index_by_statement, index_moves, schema_quoter
+from almanac.platform.across import array_literal, chunks, due_index_by_statement, index_moves, run, schema_quoter
 from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, QUEUED, RUNNING
 from almanac.platform.store import Claim
 from almanac.sandbox.contract import RunResult
@@ -149,7 +149,7 @@ def record_plain(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Any]]],
     with due_index_by_statement(conn):
         for chunk in chunks(by_tenant):
             sql, params = statement(chunk, schema, values)
-            released, _ = conn.exec_driver_sql(sql, params).one()
+            ((released, _),) = run(conn, sql, params)
             if released != sum(len(items) for _, items in chunk):
                 return False
     return True
