@@ -139,6 +139,14 @@ def database(settings: Settings) -> Iterator[Database]:
 
 
 @pytest.fixture
+def pg(database: Database) -> Database:
+    """`database` on PostgreSQL only: for tests of PostgreSQL's own behaviour (skipped on SQLite)."""
+    if database.is_sqlite:
+        pytest.skip("PostgreSQL only")
+    return database
+
+
+@pytest.fixture
 def now() -> datetime:
     return datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
 

@@ -85,8 +85,9 @@ def run(conn: Any, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     On the psycopg connection under `conn` (a SQLAlchemy connection), with a `RawCursor`: the same
     server-side parameters and types as `conn.exec_driver_sql`, without psycopg's conversion of the
     text or SQLAlchemy's result objects. Its `before_cursor_execute` listeners are told of the
-    statement, as for the connection's own (they cannot rewrite it here). A failure is raised as psycopg raises it; when it broke the
-    connection, `conn` is invalidated first, so that its pool does not hand it out again.
+    statement, as for the connection's own (they cannot rewrite it here). A failure is raised as
+    psycopg raises it; when it broke the connection, `conn` is invalidated first, so that its pool
+    does not hand it out again.
     """
     text, values = numbered(sql, params)
     raw = conn.connection.driver_connection

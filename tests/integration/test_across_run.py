@@ -42,13 +42,6 @@ def test_a_missing_value_is_an_error_before_anything_is_sent() -> None:
         numbered("SELECT %(absent)s", {})
 
 
-@pytest.fixture
-def pg(database: Database) -> Database:
-    if database.is_sqlite:
-        pytest.skip("PostgreSQL's driver connection")
-    return database
-
-
 def test_rows_and_types_are_as_the_driver_gives_them(pg: Database) -> None:
     at = datetime(2026, 11, 28, 1, 2, 3, 456789, tzinfo=timezone.utc)
     with pg.engine.connect() as conn:

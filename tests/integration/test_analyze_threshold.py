@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from alembic import command
 from sqlalchemy import text
 
@@ -35,13 +34,6 @@ def _from_name(database: Database, slug: str) -> int:
         return conn.execute(text("SELECT :base + mod(hashtext(:name)::bigint + 2147483648, :spread)"),
                             {"base": t0018.THRESHOLD_FROM, "name": schema_for(slug),
                              "spread": t0018.THRESHOLD_SPREAD}).scalar_one()
-
-
-@pytest.fixture
-def pg(database: Database) -> Database:
-    if database.is_sqlite:
-        pytest.skip("PostgreSQL's autovacuum only")
-    return database
 
 
 def test_a_new_tenant_s_busy_tables_are_analyzed_late_at_a_threshold_of_its_own(

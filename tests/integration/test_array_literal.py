@@ -19,13 +19,6 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=
 TRICKY = ['', ' ', 'NULL', 'null', '"', '\\', '\\"', '{', '}', ',', '{a,b}', 'a"b\\c', ' padded ', 'ünïcødé ✓', '\t\n']
 
 
-@pytest.fixture
-def pg(database: Database) -> Database:
-    if database.is_sqlite:
-        pytest.skip("PostgreSQL's array input")
-    return database
-
-
 def _read(database: Database, literal: str, kind: str) -> list:
     with database.engine.connect() as conn:
         return conn.exec_driver_sql(f"SELECT %(a)s::{kind}[]", {"a": literal}).scalar_one()

@@ -19,13 +19,6 @@ from almanac.db import Database
 pytestmark = pytest.mark.postgres
 
 
-@pytest.fixture
-def pg(database: Database) -> Database:
-    if database.is_sqlite:
-        pytest.skip("SQLite connections are files, not sockets: nothing to ping")
-    return database
-
-
 def _backend(db: Database) -> int:
     with db.engine.connect() as conn:
         return int(conn.execute(text("SELECT pg_backend_pid()")).scalar_one())
