@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from almanac.db import Database
-from almanac.platform.across import array_literal
+from almanac.platform.across import _quoted, _timestamp, array_literal
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
 TRICKY = ['', ' ', 'NULL', 'null', '"', '\\', '\\"', '{', '}', ',', '{a,b}', 'a"b\\c', ' padded ', 'ünïcødé ✓', '\t\n']
@@ -52,3 +52,26 @@ def test_a_value_of_the_wrong_kind_is_refused_not_written_as_something_else() ->
         array_literal(["2026-01-01"], "timestamptz")
     with pytest.raises(ValueError):
         array_literal(["1); DROP TABLE runs; --"], "int")
+
+
+INSTANTS = [datetime(2026, 3, 29, 1, 30, 0, 123456, tzinfo=timezone.utc) + timedelta(seconds=s) for s in (0, 1, 3600)]
+
+
+@given(texts=st.lists(st.one_of(st.none(), st.sampled_from([*TRICKY, "x"])), max_size=20),
+       times=st.lists(st.one_of(st.none(), st.sampled_from(INSTANTS)), max_size=20))
+def test_a_value_met_again_is_written_as_the_first_time(texts: list, times: list) -> None:
+    """`array_literal` writes each distinct value once and reuses its text: the same literal as value by value."""
+    def one_by_one(values: list, element: object) -> str:
+        return "{" + ",".join("NULL" if v is None else element(v) for v in values) + "}"  # type: ignore[operator]
+
+    assert array_literal(texts, "text") == one_by_one(texts, _quoted)
+    assert array_literal(times, "timestamptz") == one_by_one(times, _timestamp)
+
+
+def test_a_value_of_the_wrong_kind_after_others_is_still_refused() -> None:
+    with pytest.raises(TypeError):
+        array_literal(["a", "a", 1], "text")
+    with pytest.raises(TypeError):
+        array_literal([INSTANTS[0], INSTANTS[0], "2026-01-01"], "timestamptz")
+    with pytest.raises(TypeError):
+        array_literal(["a", ["a"]], "text")  # not even hashable
