@@ -90,7 +90,8 @@ def _part_params(i: int, part: Part) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name, rows, cols in (("pl", part.occurrences, _OCCURRENCE), ("ru", part.runs, _RUN)):
         for col, kind in cols:
-            params[f"{name}{i}_{col}"] = array_literal([row["b_" + col] for row in rows], kind)
+            key = "b_" + col  # made once a column, not once a row
+            params[f"{name}{i}_{col}"] = array_literal([row[key] for row in rows], kind)
     last = {row["b_id"]: row["b_next"] for row in part.nexts}  # planned twice: the last one's time wins
     params[f"nx{i}_id"] = array_literal(last, "int")
     params[f"nx{i}_next"] = array_literal(last.values(), "timestamptz")
