@@ -7,7 +7,9 @@ other scripts. Ints and timestamps (with their microseconds and offset) must too
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -61,8 +63,8 @@ INSTANTS = [datetime(2026, 3, 29, 1, 30, 0, 123456, tzinfo=timezone.utc) + timed
        times=st.lists(st.one_of(st.none(), st.sampled_from(INSTANTS)), max_size=20))
 def test_a_value_met_again_is_written_as_the_first_time(texts: list, times: list) -> None:
     """`array_literal` writes each distinct value once and reuses its text: the same literal as value by value."""
-    def one_by_one(values: list, element: object) -> str:
-        return "{" + ",".join("NULL" if v is None else element(v) for v in values) + "}"  # type: ignore[operator]
+    def one_by_one(values: list, element: Callable[[Any], str]) -> str:
+        return "{" + ",".join("NULL" if v is None else element(v) for v in values) + "}"
 
     assert array_literal(texts, "text") == one_by_one(texts, _quoted)
     assert array_literal(times, "timestamptz") == one_by_one(times, _timestamp)
