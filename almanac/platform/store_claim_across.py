@@ -7,19 +7,26 @@ INSERT, the schedule's `next_run_at`, the run's INSERT and the occurrence's
 compare-and-set, each a round trip and ~0.1 ms of the worker's Python for a row.
 
 Here the pass defers those writes (`_claim_rows(..., defer=True)`) and makes them at its
-end, each tenant's part as data-modifying CTEs of one statement naming its schema, up
-to `across.TENANTS_PER_STATEMENT` tenants a statement:
+end, up to `across.TENANTS_PER_STATEMENT` tenants a statement, each tenant's part one call
+of its schema's `almanac_claim_writes()` (tenant revision t0020), which makes them as
+data-modifying CTEs:
 
-    pl_i   the schedules' next occurrences, INSERT ... ON CONFLICT DO NOTHING
-           (`planning.plan_next_many`)
-    nx_i   the schedules' `next_run_at`
-    ru_i   the runs, INSERT ... RETURNING their ids (`store_claim._INSERT_RUNS_RETURNING`)
-    cas_i  each occurrence claimed if its status and attempt are still as read, with the
-           lease and its run's id (`store_claim._CLAIM_CAS`), RETURNING what it claimed
+    pl   the schedules' next occurrences, INSERT ... ON CONFLICT DO NOTHING
+         (`planning.plan_next_many`)
+    nx   the schedules' `next_run_at`
+    ru   the runs, INSERT ... RETURNING their ids (`store_claim._INSERT_RUNS_RETURNING`)
+    cas  each occurrence claimed if its status and attempt are still as read, with the
+         lease and its run's id (`store_claim._CLAIM_CAS`), RETURNING what it claimed
 
 and, once for all its tenants, the shared due index's entries of the new and the claimed
-occurrences (`across.index_moves`, its row first in the result; the tenants' triggers are
-off for the statement).
+occurrences (`across.index_moves` over the calls' rows, its row first in the result; the
+tenants' triggers are off for the statement).
+
+Why a function: the statement's text names the tenants it writes, so it is new at every
+pass, and PostgreSQL parsed, analysed and planned every tenant's four writes every time,
+a third of the statement's time. In the function they are static SQL that a backend plans
+once per tenant (a generic plan, kept for the connection's life): the statement around
+the calls is cheap to plan (bench/HISTORY.md, thirteenth session).
 
 The statement returns (part, occurrence id, run id) of every claimed occurrence. The
 rows are locked FOR UPDATE by the pass, so the compare-and-set cannot miss; should it
@@ -58,34 +65,6 @@ class Part:
         self.slug, self.occurrences, self.nexts, self.runs, self.cas = slug, occurrences, nexts, runs, cas
 
 
-def _insert(i: int, name: str, schema: str, table: str, cols: Sequence[tuple[str, str]], returning: str) -> str:
-    names = ", ".join(col for col, _ in cols)
-    arrays = ", ".join(f"%({name}{i}_{col})s::{kind}[]" for col, kind in cols)
-    return f"{name}{i} AS (INSERT INTO {schema}.{table} ({names}) SELECT * FROM unnest({arrays}) {returning})"
-
-
-def _part_sql(i: int, schema: str, part: Part) -> str:
-    """The CTEs of one tenant's part; `schema` quoted already."""
-    ctes = []
-    if part.occurrences:
-        ctes.append(_insert(i, "pl", schema, "occurrences", _OCCURRENCE,
-                            "ON CONFLICT DO NOTHING RETURNING id, due_at, priority"))
-    if part.nexts:
-        ctes.append(f"nx{i} AS (UPDATE {schema}.schedules AS x SET next_run_at = v.next "
-                    f"FROM unnest(%(nx{i}_id)s::int[], %(nx{i}_next)s::timestamptz[]) AS v(id, next) "
-                    f"WHERE x.id = ANY(%(nx{i}_id)s::int[]) AND x.id = v.id)")
-    if part.runs:
-        ctes.append(_insert(i, "ru", schema, "runs", _RUN, "RETURNING id, occurrence_id"))
-        arrays = ", ".join(f"%(cas{i}_{col})s::{kind}[]" for col, kind in _CAS)
-        ctes.append(
-            f"cas{i} AS (UPDATE {schema}.occurrences AS o SET status = %(running)s, attempt = v.attempt + 1, "
-            f"lease_token = v.token, lease_until = v.lease, due_at = v.lease, run_id = ru.id "
-            f"FROM unnest({arrays}) AS v(id, status, attempt, token, lease) JOIN ru{i} AS ru ON ru.occurrence_id = v.id "
-            f"WHERE o.id = ANY(%(cas{i}_id)s::int[]) AND o.id = v.id AND o.status = v.status "
-            f"AND o.attempt = v.attempt RETURNING o.id, o.run_id, o.due_at, o.priority)")
-    return ",\n".join(ctes)
-
-
 def _part_params(i: int, part: Part) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name, rows, cols in (("pl", part.occurrences, _OCCURRENCE), ("ru", part.runs, _RUN)):
@@ -100,26 +79,31 @@ def _part_params(i: int, part: Part) -> dict[str, Any]:
     return params
 
 
+def _arguments(i: int) -> str:
+    """Part `i`'s arguments of `almanac_claim_writes` (tenant revision t0020), in its order."""
+    keys = ([f"pl{i}_{col}" for col, _ in _OCCURRENCE] + [f"nx{i}_id", f"nx{i}_next"]
+            + [f"ru{i}_{col}" for col, _ in _RUN] + [f"cas{i}_{col}" for col, _ in _CAS])
+    return ", ".join(f"%({key})s" for key in keys)
+
+
 def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str, dict[str, Any]]:
     """The SQL and parameters of these parts' writes; it returns (part, occurrence id, run id) per claim.
 
     `schema(slug)` gives a tenant's schema as SQL (`across.schema_quoter`).
     """
     params: dict[str, Any] = {"running": RUNNING}
-    ctes, claimed, moved = [], [], []
+    calls = []
     for i, part in enumerate(parts):
         params.update(_part_params(i, part))
         params[f"slug{i}"] = part.slug
-        ctes.append(_part_sql(i, schema(part.slug), part))
-        for cte in ([f"pl{i}"] if part.occurrences else []) + ([f"cas{i}"] if part.runs else []):
-            moved.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM {cte}")
-        if part.runs:
-            claimed.append(f"SELECT {i}, id, run_id FROM cas{i}")
-    if moved:  # the index's row first (part -1, not a claim): the result reads it, so `ixm` runs
-        ctes.append(index_moves(moved))
-        claimed.insert(0, "SELECT -1, written, NULL::int FROM ixm")
-    body = " UNION ALL ".join(claimed) or "SELECT NULL::int, NULL::int, NULL::int WHERE false"
-    return "WITH " + ",\n".join(c for c in ctes if c) + "\n" + body, params
+        calls.append(f"SELECT {i} AS part, %(slug{i})s::varchar AS slug, w.* "
+                     f"FROM {schema(part.slug)}.almanac_claim_writes({_arguments(i)}, %(running)s) AS w")
+    # MATERIALIZED: each function runs once, and its rows feed both the index's moves and the result.
+    written = "w AS MATERIALIZED (" + " UNION ALL ".join(calls) + ")"
+    moved = index_moves(["SELECT slug, id, due_at, priority FROM w"])
+    # the index's row first (part -1, not a claim): the result reads it, so `ixm` runs
+    return (f"WITH {written},\n{moved}\nSELECT -1, written, NULL::int FROM ixm "
+            "UNION ALL SELECT part, id, run_id FROM w WHERE kind = 1"), params
 
 
 def write_claims(conn: Any, parts: Sequence[Part]) -> dict[tuple[str, int], int]:

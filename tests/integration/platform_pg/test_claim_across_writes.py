@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, event, select
+from sqlalchemy import delete, event, select, text
 
 from almanac.db import Database
 from almanac.platform import planning, store_due
@@ -89,7 +89,8 @@ def test_a_pass_writes_every_tenant_s_plans_and_claims_by_one_statement(
     seen = _statements_of_a_pass(database, store, slugs)
     writes = [sql for sql in seen if sql.lstrip().split()[0].upper() in ("INSERT", "UPDATE")]
     assert writes == [], writes  # before: next occurrence, next_run_at, runs, claim per tenant
-    assert sum("INSERT INTO" in sql and "cas" in sql for sql in seen) == 1
+    (claim,) = [sql for sql in seen if "almanac_claim_writes" in sql]
+    assert all(f't_{slug.replace("-", "_")}.almanac_claim_writes(' in claim.replace('"', '') for slug in slugs)
     for slug in slugs:
         with database.tenant_session(slug) as s:
             occurrences = {(o.trigger, o.status, o.run_id is not None) for o in s.execute(select(Occurrence)).scalars()}
@@ -137,6 +138,31 @@ def test_a_compare_and_set_that_misses_raises_rather_than_claim_on_a_guess(
             write_claims(conn, [stale])
     with database.tenant_session(slug) as s:
         assert s.execute(select(Run)).scalars().all() == []
+
+
+def test_a_backend_plans_a_tenant_s_claim_writes_once_and_keeps_the_plan(
+        database: Database, make_tenant: Callable[..., str]) -> None:
+    """The writes are static SQL of the tenant's function (t0020): the connection keeps their plan,
+    where the statement naming the tenants was planned afresh at every pass."""
+    slug = make_tenant("ck")
+    with database.tenant_session(slug) as s:
+        _job(s, "j0", _script(s, "a"), T1)
+        occurrence = s.execute(select(Occurrence)).scalar_one()
+    run = dict(b_occurrence_id=occurrence.id, b_schedule_id=None, b_job_key="j0", b_script_id=1, b_script_version=1,
+               b_trigger="job", b_scheduled_for=T1, b_created_at=T1, b_started_at=T1, b_status="running",
+               b_attempt=1, b_lease_token="t" * 32)
+    part = Part(slug, [], [], [run], [(occurrence.id, "planned", 0, "t" * 32, T1)])
+    kept = text("SELECT count(*) FROM pg_backend_memory_contexts WHERE name = 'CachedPlan' "
+                "AND ident LIKE '%INSERT INTO%runs%'")
+    with database.engine.connect() as conn:
+        with conn.begin():
+            assert conn.execute(kept).scalar_one() == 0
+            assert len(write_claims(conn, [part])) == 1
+            conn.rollback()
+        with conn.begin():
+            assert conn.execute(kept).scalar_one() == 1  # kept past the transaction, for the next pass
+            assert len(write_claims(conn, [part])) == 1
+            assert conn.execute(kept).scalar_one() == 1  # the same plan, not a second one
 
 
 def _statements_of_a_pass(database: Database, store: SqlStore, slugs: list[str]) -> list[str]:
