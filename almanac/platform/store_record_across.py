@@ -8,21 +8,24 @@ queued behind it. Each statement cost the worker ~0.1 ms of Python and a round t
 and PostgreSQL a parse, a plan and an executor start, for a row or two of work: in an
 8,000 burst over 1,000 tenants that was about 32,000 statements.
 
-Here the tenants' parts are data-modifying CTEs of one statement, each naming its
-tenant's schema, up to `across.TENANTS_PER_STATEMENT` tenants a statement:
+Here the tenants' parts make one statement, up to `across.TENANTS_PER_STATEMENT` tenants,
+each part one call of its schema's `almanac_record_plain()` (tenant revision t0021), whose
+data-modifying CTEs are:
 
-    rel_i  the fenced release (`store_record._RELEASE`: the occurrence still holds the
-           attempt's token and is running); `id = ANY(...) AND lease_token = ANY(...)` is
-           the same as matching pairs, because a token is given to one claim of one
-           occurrence only
-    run_i  the run's record (`_FINISH_RUN`), row values from `unnest` of arrays
-    job_i  a job's occurrence done: the job is done (`_FINISH_JOB`)
-    que_i  occurrences queued behind the schedules' runs are due now (`RELEASE_QUEUED`)
-    rst_i  the schedules' failures in a row go back to 0 (`failures._RESET`)
+    rel  the fenced release (`store_record._RELEASE`: the occurrence still holds the
+         attempt's token and is running); `id = ANY(...) AND lease_token = ANY(...)` is
+         the same as matching pairs, because a token is given to one claim of one
+         occurrence only
+    run  the run's record (`_FINISH_RUN`), row values from `unnest` of arrays
+    job  a job's occurrence done: the job is done (`_FINISH_JOB`)
+    que  occurrences queued behind the schedules' runs are due now (`RELEASE_QUEUED`)
+    rst  the schedules' failures in a row go back to 0 (`failures._RESET`)
 
 and, once for all its tenants, the shared due index's entries of the released and the
-requeued occurrences (`across.index_moves`, read beside the count; the tenants' triggers are
-off for the statement).
+requeued occurrences (`across.index_moves` over the calls' rows, read beside the count;
+the tenants' triggers are off for the statement). The writes are in a function for the
+reason `store_claim_across` gives: static SQL that a backend plans once per tenant, where a
+statement naming the tenants was new text, planned afresh, at every call.
 
 The statement returns how many occurrences it released. Fewer than it was given means
 some attempt had lost its lease: the caller raises `_Fenced`, the transaction is
@@ -64,35 +67,6 @@ def is_plain(claim: Claim, result: RunResult, retry: datetime | None) -> bool:
             and not result.effects)
 
 
-def _tenant_sql(i: int, schema: str, has_jobs: bool, has_schedules: bool) -> str:
-    """The CTEs of one tenant's part; `schema` quoted already."""
-    sets = ", ".join(f"{col} = v.{col}" for col, _ in _RUN_FIELDS)
-    arrays = ", ".join(f"%(r{i}_{col})s::{kind}[]" for col, kind in _RUN_FIELDS)
-    names = ", ".join(col for col, _ in _RUN_FIELDS)
-    parts = [
-        f"rel{i} AS (UPDATE {schema}.occurrences SET status = %(done)s, due_at = NULL, lease_token = NULL, "
-        f"lease_until = NULL WHERE id = ANY(%(o{i})s::int[]) AND lease_token = ANY(%(t{i})s::varchar[]) "
-        f"AND status = %(running)s RETURNING id, due_at, priority)",
-        f"run{i} AS (UPDATE {schema}.runs AS r SET {sets} "
-        f"FROM unnest(%(r{i})s::int[], %(t{i})s::varchar[], {arrays}) AS v(id, token, {names}) "
-        f"WHERE r.id = ANY(%(r{i})s::int[]) AND r.id = v.id AND r.lease_token = v.token)",
-    ]
-    if has_jobs:
-        parts.append(
-            f"job{i} AS (UPDATE {schema}.jobs AS j SET state = %(job_done)s, updated_at = v.at "
-            f"FROM unnest(%(j{i})s::int[], %(ja{i})s::timestamptz[], %(jn{i})s::timestamptz[]) AS v(id, run_at, at) "
-            f"WHERE j.id = ANY(%(j{i})s::int[]) AND j.id = v.id AND j.state = %(job_pending)s "
-            f"AND j.run_at = v.run_at)")
-    if has_schedules:
-        parts.append(
-            f"que{i} AS (UPDATE {schema}.occurrences SET due_at = %(q{i})s "
-            f"WHERE schedule_id = ANY(%(s{i})s::int[]) AND status = %(queued)s RETURNING id, due_at, priority)")
-        parts.append(
-            f"rst{i} AS (UPDATE {schema}.schedules SET failures_in_row = 0 "
-            f"WHERE id = ANY(%(s{i})s::int[]) AND failures_in_row <> 0)")
-    return ",\n".join(parts)
-
-
 def _tenant_params(i: int, items: Sequence[Any], values: list[dict[str, Any]]) -> dict[str, Any]:
     """The parameters of one tenant's part: `items` its plain attempts, `values` their runs' values."""
     params: dict[str, Any] = {
@@ -103,15 +77,20 @@ def _tenant_params(i: int, items: Sequence[Any], values: list[dict[str, Any]]) -
     for (col, kind), key in zip(_RUN_FIELDS, _RUN_VALUE_KEYS):
         params[f"r{i}_{col}"] = array_literal([v[key] for v in values], kind)
     jobs = [(c.job_id, c.scheduled_for, now) for c, _, _, now in items if c.job_id is not None]
-    if jobs:
-        ids, run_at, at = zip(*jobs)
-        params[f"j{i}"] = array_literal(ids, "int")
-        params[f"ja{i}"], params[f"jn{i}"] = array_literal(run_at, "timestamptz"), array_literal(at, "timestamptz")
+    ids, run_at, at = zip(*jobs) if jobs else ((), (), ())
+    params[f"j{i}"] = array_literal(ids, "int")
+    params[f"ja{i}"], params[f"jn{i}"] = array_literal(run_at, "timestamptz"), array_literal(at, "timestamptz")
     schedules = sorted({c.schedule_id for c, *_ in items if c.schedule_id is not None})
-    if schedules:
-        params[f"s{i}"] = array_literal(schedules, "int")
-        params[f"q{i}"] = max(now for *_, now in items)
+    params[f"s{i}"] = array_literal(schedules, "int")
+    params[f"q{i}"] = max(now for *_, now in items) if schedules else None
     return params
+
+
+def _arguments(i: int) -> str:
+    """Part `i`'s arguments of `almanac_record_plain` (tenant revision t0021), in its order."""
+    keys = ([f"o{i}", f"t{i}", f"r{i}"] + [f"r{i}_{col}" for col, _ in _RUN_FIELDS]
+            + [f"j{i}", f"ja{i}", f"jn{i}", f"s{i}", f"q{i}", "done", "running", "queued", "job_done", "job_pending"])
+    return ", ".join(f"%({key})s" for key in keys)
 
 
 def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str], str],
@@ -123,18 +102,16 @@ def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str]
     """
     params: dict[str, Any] = {"done": DONE, "running": RUNNING, "queued": QUEUED,
                               "job_done": JOB_DONE, "job_pending": JOB_PENDING}
-    ctes, moved = [], []
+    calls = []
     for i, (slug, items) in enumerate(parts):
-        tenant = _tenant_params(i, items, [values(item) for item in items])
-        params.update(tenant)
+        params.update(_tenant_params(i, items, [values(item) for item in items]))
         params[f"slug{i}"] = slug
-        ctes.append(_tenant_sql(i, schema(slug), f"j{i}" in tenant, f"s{i}" in tenant))
-        moved.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM rel{i}")
-        if f"s{i}" in tenant:
-            moved.append(f"SELECT %(slug{i})s::varchar, id, due_at, priority FROM que{i}")
-    ctes.append(index_moves(moved))
-    released = " UNION ALL ".join(f"SELECT 1 FROM rel{i}" for i in range(len(parts)))
-    return (f"WITH {','.join(ctes)}\nSELECT (SELECT count(*) FROM ({released}) AS released), "
+        calls.append(f"SELECT %(slug{i})s::varchar AS slug, w.* "
+                     f"FROM {schema(slug)}.almanac_record_plain({_arguments(i)}) AS w")
+    # MATERIALIZED: each function runs once, and its rows feed both the count and the index's moves.
+    written = "w AS MATERIALIZED (" + " UNION ALL ".join(calls) + ")"
+    moved = index_moves(["SELECT slug, w_id, w_due_at, w_priority FROM w"])
+    return (f"WITH {written},\n{moved}\nSELECT (SELECT count(*) FROM w WHERE w_kind = 0), "
             "(SELECT written FROM ixm)"), params
 
 

@@ -13,11 +13,12 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select, update
+from sqlalchemy import event, select, text, update
 
 from almanac.db import Database
 from almanac.platform import across, planning
 from almanac.platform.models import KV, Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.platform.store_record_across import record_plain
 from almanac.platform.store_sql import SqlStore
 from almanac.sandbox.contract import Effects, RunResult
 from tests.integration.platform.scheduler_world import EPOCH, EveryRules
@@ -165,3 +166,22 @@ def test_an_attempt_taken_over_is_fenced_and_logged_on_the_per_tenant_path_too(
     assert snapshot(database, slug) == before
     fenced = [r for r in caplog.records if getattr(r, "event", None) == "run.fenced"]
     assert [getattr(r, "run_id", None) for r in fenced] == [lost.run_id]
+
+
+def test_a_backend_plans_a_tenant_s_record_once_and_keeps_the_plan(
+        database: Database, make_tenant: Callable[..., str]) -> None:
+    """The record's writes are static SQL of the tenant's function (t0021): the connection keeps their
+    plan, where the statement naming the tenants was planned afresh at every call."""
+    slug = make_tenant("rk")
+    store, claims = _claimed(database, [slug])
+    items = _items(claims, lambda c: DONE)
+    kept = text("SELECT count(*) FROM pg_backend_memory_contexts WHERE name = 'CachedPlan' AND ident LIKE '%rel AS (%'")
+    with database.engine.connect() as conn:
+        with conn.begin():
+            assert conn.execute(kept).scalar_one() == 0
+            assert record_plain(conn, [(slug, items)], lambda item: store._finish_values(*item, None))
+            conn.rollback()
+        with conn.begin():
+            assert conn.execute(kept).scalar_one() == 1  # kept past the transaction, for the next call
+            assert record_plain(conn, [(slug, items)], lambda item: store._finish_values(*item, None))
+            assert conn.execute(kept).scalar_one() == 1  # the same plan, not a second one
