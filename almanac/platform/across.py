@@ -151,6 +151,16 @@ def index_moves(moved: Sequence[str]) -> str:
             f"array_agg(priority)) AS written FROM ({rows}) AS m(slug, id, due_at, priority))")
 
 
+def per_tenant_calls(calls: Sequence[str], moved: str) -> str:
+    """The CTEs `w`, the rows of `calls` (SELECTs of each tenant's function, t0020 / t0021), and `ixm`,
+    the due index moved by them (`index_moves`); `moved` selects (slug, id, due_at, priority) of `w`.
+
+    `w` is MATERIALIZED so that each call runs once, though both `ixm` and the result read its rows.
+    """
+    written = "w AS MATERIALIZED (" + " UNION ALL ".join(calls) + ")"
+    return written + ",\n" + index_moves([f"SELECT {moved} FROM w"])
+
+
 def _quoted(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"a text array takes str, not {type(value).__name__}")

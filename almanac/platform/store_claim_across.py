@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from almanac.platform.across import array_literal, chunks, due_index_by_statement, index_moves, run, schema_quoter
+from almanac.platform.across import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
 from almanac.platform.models import RUNNING
 
 # (column, array type) of a new occurrence and of a new run, in the order of their values' keys.
@@ -98,11 +98,8 @@ def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str,
         params[f"slug{i}"] = part.slug
         calls.append(f"SELECT {i} AS part, %(slug{i})s::varchar AS slug, w.* "
                      f"FROM {schema(part.slug)}.almanac_claim_writes({_arguments(i)}, %(running)s) AS w")
-    # MATERIALIZED: each function runs once, and its rows feed both the index's moves and the result.
-    written = "w AS MATERIALIZED (" + " UNION ALL ".join(calls) + ")"
-    moved = index_moves(["SELECT slug, id, due_at, priority FROM w"])
     # the index's row first (part -1, not a claim): the result reads it, so `ixm` runs
-    return (f"WITH {written},\n{moved}\nSELECT -1, written, NULL::int FROM ixm "
+    return (f"WITH {per_tenant_calls(calls, 'slug, id, due_at, priority')}\nSELECT -1, written, NULL::int FROM ixm "
             "UNION ALL SELECT part, id, run_id FROM w WHERE kind = 1"), params
 
 

@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from almanac.platform.across import array_literal, chunks, due_index_by_statement, index_moves, run, schema_quoter
+from almanac.platform.across import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
 from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, QUEUED, RUNNING
 from almanac.platform.store import Claim
 from almanac.sandbox.contract import RunResult
@@ -108,11 +108,8 @@ def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str]
         params[f"slug{i}"] = slug
         calls.append(f"SELECT %(slug{i})s::varchar AS slug, w.* "
                      f"FROM {schema(slug)}.almanac_record_plain({_arguments(i)}) AS w")
-    # MATERIALIZED: each function runs once, and its rows feed both the count and the index's moves.
-    written = "w AS MATERIALIZED (" + " UNION ALL ".join(calls) + ")"
-    moved = index_moves(["SELECT slug, w_id, w_due_at, w_priority FROM w"])
-    return (f"WITH {written},\n{moved}\nSELECT (SELECT count(*) FROM w WHERE w_kind = 0), "
-            "(SELECT written FROM ixm)"), params
+    return (f"WITH {per_tenant_calls(calls, 'slug, w_id, w_due_at, w_priority')}\n"
+            "SELECT (SELECT count(*) FROM w WHERE w_kind = 0), (SELECT written FROM ixm)"), params
 
 
 def record_plain(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Any]]],

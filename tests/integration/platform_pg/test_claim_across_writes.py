@@ -123,16 +123,21 @@ def test_the_one_statement_writes_what_the_tenant_by_tenant_claim_writes(
             T1 - timedelta(seconds=60 * k) for k in (4, 3, 2, 1, 0)]
 
 
-def test_a_compare_and_set_that_misses_raises_rather_than_claim_on_a_guess(
-        database: Database, make_tenant: Callable[..., str]) -> None:
-    slug = make_tenant("cm")
+def _job_claimed(database: Database, slug: str, attempt_read: int) -> Part:
+    """A job due at T1 in `slug`, and the claim writes of its first attempt as if read at `attempt_read`."""
     with database.tenant_session(slug) as s:
         _job(s, "j0", _script(s, "a"), T1)
         occurrence = s.execute(select(Occurrence)).scalar_one()
     run = dict(b_occurrence_id=occurrence.id, b_schedule_id=None, b_job_key="j0", b_script_id=1, b_script_version=1,
                b_trigger="job", b_scheduled_for=T1, b_created_at=T1, b_started_at=T1, b_status="running",
                b_attempt=1, b_lease_token="t" * 32)
-    stale = Part(slug, [], [], [run], [(occurrence.id, "planned", 5, "t" * 32, T1)])  # attempt 5: not as read
+    return Part(slug, [], [], [run], [(occurrence.id, "planned", attempt_read, "t" * 32, T1)])
+
+
+def test_a_compare_and_set_that_misses_raises_rather_than_claim_on_a_guess(
+        database: Database, make_tenant: Callable[..., str]) -> None:
+    slug = make_tenant("cm")
+    stale = _job_claimed(database, slug, attempt_read=5)  # attempt 5: not as read
     with pytest.raises(RuntimeError, match="claim changed 0"):
         with database.engine.connect() as conn, conn.begin():
             write_claims(conn, [stale])
@@ -144,14 +149,7 @@ def test_a_backend_plans_a_tenant_s_claim_writes_once_and_keeps_the_plan(
         database: Database, make_tenant: Callable[..., str]) -> None:
     """The writes are static SQL of the tenant's function (t0020): the connection keeps their plan,
     where the statement naming the tenants was planned afresh at every pass."""
-    slug = make_tenant("ck")
-    with database.tenant_session(slug) as s:
-        _job(s, "j0", _script(s, "a"), T1)
-        occurrence = s.execute(select(Occurrence)).scalar_one()
-    run = dict(b_occurrence_id=occurrence.id, b_schedule_id=None, b_job_key="j0", b_script_id=1, b_script_version=1,
-               b_trigger="job", b_scheduled_for=T1, b_created_at=T1, b_started_at=T1, b_status="running",
-               b_attempt=1, b_lease_token="t" * 32)
-    part = Part(slug, [], [], [run], [(occurrence.id, "planned", 0, "t" * 32, T1)])
+    part = _job_claimed(database, make_tenant("ck"), attempt_read=0)
     kept = text("SELECT count(*) FROM pg_backend_memory_contexts WHERE name = 'CachedPlan' "
                 "AND ident LIKE '%INSERT INTO%runs%'")
     with database.engine.connect() as conn:

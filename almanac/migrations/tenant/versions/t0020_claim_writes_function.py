@@ -28,7 +28,7 @@ Revises: t0019_due_index_by_statement
 
 from alembic import op
 
-from almanac.migrations.pg_names import tenant_names
+from almanac.migrations.pg_names import create_planned_once, tenant_names
 
 revision = "t0020_claim_writes_function"
 down_revision = "t0019_due_index_by_statement"
@@ -45,6 +45,8 @@ ARGUMENTS = """
     ru_started_at timestamptz[], ru_status varchar[], ru_attempt int[], ru_lease_token varchar[],
     cas_id int[], cas_status varchar[], cas_attempt int[], cas_token varchar[], cas_lease timestamptz[],
     running varchar"""
+
+RETURNS = "TABLE (kind int, id int, run_id int, due_at timestamptz, priority int)"
 
 BODY = """
 BEGIN
@@ -86,11 +88,7 @@ def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
     schema, _, _ = tenant_names()
-    op.execute(
-        f"CREATE OR REPLACE FUNCTION {schema}.almanac_claim_writes({ARGUMENTS})\n"
-        "RETURNS TABLE (kind int, id int, run_id int, due_at timestamptz, priority int)\n"
-        "LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET random_page_cost = 1.1\n"
-        f"AS $body${BODY.format(schema=schema)}$body$")
+    create_planned_once(schema, "almanac_claim_writes", ARGUMENTS, RETURNS, BODY.format(schema=schema))
 
 
 def downgrade() -> None:

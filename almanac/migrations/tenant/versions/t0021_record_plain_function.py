@@ -25,7 +25,7 @@ Revises: t0020_claim_writes_function
 
 from alembic import op
 
-from almanac.migrations.pg_names import tenant_names
+from almanac.migrations.pg_names import create_planned_once, tenant_names
 
 revision = "t0021_record_plain_function"
 down_revision = "t0020_claim_writes_function"
@@ -40,6 +40,8 @@ ARGUMENTS = """
     a_job_ids int[], a_job_run_at timestamptz[], a_job_at timestamptz[],
     a_schedule_ids int[], a_queued_due timestamptz,
     a_done varchar, a_running varchar, a_queued varchar, a_job_done varchar, a_job_pending varchar"""
+
+RETURNS = "TABLE (w_kind int, w_id int, w_due_at timestamptz, w_priority int)"
 
 BODY = """
 BEGIN
@@ -80,11 +82,7 @@ def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
     schema, _, _ = tenant_names()
-    op.execute(
-        f"CREATE OR REPLACE FUNCTION {schema}.almanac_record_plain({ARGUMENTS})\n"
-        "RETURNS TABLE (w_kind int, w_id int, w_due_at timestamptz, w_priority int)\n"
-        "LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET random_page_cost = 1.1\n"
-        f"AS $body${BODY.format(schema=schema)}$body$")
+    create_planned_once(schema, "almanac_record_plain", ARGUMENTS, RETURNS, BODY.format(schema=schema))
 
 
 def downgrade() -> None:
