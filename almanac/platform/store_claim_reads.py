@@ -1,4 +1,4 @@
-"""The reads of a claim pass across tenants (PostgreSQL): each kind of row read for every tenant by one statement.
+"""The reads of a claim pass across tenants (PostgreSQL): every tenant's reads by one statement.
 
 A claim pass (`store_due`) decides the due rows of each tenant it picked. Read tenant by
 tenant (`store_claim_batch.Batch`), a schedule's claim cost its tenant five statements: its due
@@ -7,24 +7,27 @@ scripts, and the runs started today (the daily quotas). In a burst over many ten
 each read found a row or two, and cost ~0.1 ms of the worker's Python, a round trip, and
 PostgreSQL a parse and a plan (each tenant's statement text names its own schema).
 
-Here each read is one statement for up to `across.TENANTS_PER_STATEMENT` tenants: a UNION ALL
-of the same SELECT in each tenant's schema, tagged with the tenant's place in the list.
-The occurrences are locked as before (`FOR UPDATE SKIP LOCKED`, in a CTE per tenant); the
-other reads follow from what they found. The same columns are read, in the same order,
-as the per-tenant statements of `store_claim`, and times come back in UTC as
-`UTCDateTime` gives them.
+Here they are one statement for up to `across.TENANTS_PER_STATEMENT` tenants: a UNION ALL of
+one call per tenant of its schema's `almanac_claim_reads()` (tenant revision t0022), tagged
+with the tenant's place in the list. The function locks the occurrences as before (`FOR
+UPDATE SKIP LOCKED`) and makes the other reads from what it locked, as static SQL that a
+backend plans once per tenant: as five statements across tenants, whose text named the
+pass's tenants, each was parsed and planned afresh at every pass (bench/HISTORY.md,
+fourteenth session). The scripts' sources a process has not met yet are one more statement.
+The same columns are read as the per-tenant statements of `store_claim` (the row types
+below; `tests/unit/platform/test_claim_reads_columns.py` holds them to both), and times
+come back in UTC as `UTCDateTime` gives them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
 from almanac.platform.across import array_literal, chunks, run, schema_quoter
 from almanac.platform.models import RUNNING
 from almanac.platform.quotas import day_start
-from almanac.platform.store_claim_batch import DUE_COLUMNS, JOBS, RUNNING_OF, SCHEDULES, SCRIPTS
 
 class DueRow(NamedTuple):
     """A due occurrence as the claim reads it (`store_claim_batch.DUE_COLUMNS`, in that order)."""
@@ -96,72 +99,52 @@ def _utc(value: datetime | None) -> Any:
     return None if value is None else value.astimezone(timezone.utc)
 
 
-def _columns(columns: Iterable[Any]) -> str:
-    """Core columns as a select list: the per-tenant reads' columns (`store_claim_batch`), read alike here."""
-    return ", ".join(column.name for column in columns)
+# The prefixes of `almanac_claim_reads`'s columns (tenant revision t0022), after its `kind`, each
+# followed by its row type's fields: the occurrence's (with its priority and due time), then the
+# schedule's, the job's and the script's, then the day's use.
+_READ = "SELECT {i} AS part, r.* FROM {schema}.almanac_claim_reads(%(ids{i})s::int[], %(now)s, %(day)s, %(running)s) AS r"
+_ORDER = " ORDER BY part, kind, o_priority DESC, o_due_at, o_id"  # each tenant's due rows in the order it decides them
+_DUE, _SCHEDULE, _JOB, _SCRIPT = (len(t._fields) for t in (DueRow, ScheduleRow, JobRow, ScriptRow))
+_AT_SCHEDULE = _DUE + 2  # after the occurrence's priority and due time
+_AT_JOB = _AT_SCHEDULE + _SCHEDULE
+_AT_SCRIPT = _AT_JOB + _JOB
+_AT_DAY = _AT_SCRIPT + _SCRIPT
 
-
-_LOCKED = ("SELECT " + _columns(DUE_COLUMNS) + ", priority, due_at FROM {schema}.occurrences "
-           "WHERE id = ANY(%(ids{i})s::int[]) AND due_at <= %(now)s ORDER BY priority DESC, due_at, id "
-           "FOR UPDATE SKIP LOCKED")
-_SCHEDULES = ("SELECT {i}, " + _columns(SCHEDULES.selected_columns) + " FROM {schema}.schedules "
-              "WHERE id = ANY(%(sch{i})s::int[])")
-_JOBS = "SELECT {i}, " + _columns(JOBS.selected_columns) + " FROM {schema}.jobs WHERE id = ANY(%(job{i})s::int[])"
-_RUNNING = ("SELECT {i}, " + _columns(RUNNING_OF.selected_columns) + " FROM {schema}.occurrences "
-            "WHERE schedule_id = ANY(%(sch{i})s::int[]) AND status = %(running)s")
-_SCRIPTS = ("SELECT {i}, " + _columns(SCRIPTS.selected_columns) + " FROM {schema}.scripts "
-            "WHERE id = ANY(%(scr{i})s::int[])")
 _SOURCES = ("SELECT {i}, script_id, version, source FROM {schema}.script_versions "
             "WHERE script_id = ANY(%(src{i})s::int[]) AND (script_id, version) IN "
             "(SELECT * FROM unnest(%(src{i})s::int[], %(ver{i})s::int[]))")
-_DAY = ("SELECT {i}, count(*), coalesce(sum(duration_ms), 0) FROM {schema}.runs "
-        "WHERE created_at >= %(day)s AND status NOT IN ('skipped', 'expired')")
-
-
-def _ids(values: Iterable[int]) -> str | None:
-    """Ids as an array parameter (`across.array_literal`), or None when there are none."""
-    ordered = sorted(values)
-    return array_literal(ordered, "int") if ordered else None
 
 
 def _union(template: str, schemas: Sequence[tuple[int, str]]) -> str:
     return " UNION ALL ".join(template.format(i=i, schema=schema) for i, schema in schemas)
 
 
-def _lock_rows(conn: Any, schemas: list[tuple[int, str]], params: dict[str, Any], reads: list[TenantReads]) -> None:
-    ctes = ", ".join(f"l{i} AS ({_LOCKED.format(i=i, schema=schema)})" for i, schema in schemas)
-    rows = " UNION ALL ".join(f"SELECT {i} AS part, * FROM l{i}" for i, _ in schemas)
-    sql = f"WITH {ctes} SELECT * FROM ({rows}) AS due ORDER BY part, priority DESC, due_at, id"
-    for part, *row, _priority, _due in run(conn, sql, params):
-        row[4] = _utc(row[4])
-        reads[part].rows.append(DueRow(*row))
+def _take(r: TenantReads, kind: int, row: Sequence[Any]) -> None:
+    """One row of `almanac_claim_reads` into its tenant's reads."""
+    if kind == 1:  # a running attempt: occurrence id, schedule id, lease end
+        r.running.setdefault(row[1], {})[row[0]] = _utc(row[4])
+        return
+    if kind == 2:
+        r.day = (int(row[_AT_DAY]), int(row[_AT_DAY + 1]))
+        return
+    due = list(row[:_DUE])
+    due[4] = _utc(due[4])
+    r.rows.append(DueRow(*due))
+    schedule = row[_AT_SCHEDULE:_AT_JOB]
+    if schedule[0] is not None:
+        r.schedules[schedule[0]] = ScheduleRow(*schedule)
+    job = list(row[_AT_JOB:_AT_SCRIPT])
+    if job[0] is not None:
+        job[3] = _utc(job[3])
+        r.jobs[job[0]] = JobRow(*job)
+    script = row[_AT_SCRIPT:_AT_DAY]
+    if script[0] is not None and all(s.id != script[0] for s in r.scripts):
+        r.scripts.append(ScriptRow(*script))
 
 
-def _read_owners(conn: Any, schemas: list[tuple[int, str]], params: dict[str, Any], reads: list[TenantReads]) -> None:
-    """Schedules, jobs and running attempts of the rows read (one statement each, for the tenants that have some)."""
-    with_schedules = [(i, sch) for i, sch in schemas if params[f"sch{i}"]]
-    with_jobs = [(i, sch) for i, sch in schemas if params[f"job{i}"]]
-    if with_schedules:
-        for part, *row in run(conn, _union(_SCHEDULES, with_schedules), params):
-            reads[part].schedules[row[0]] = ScheduleRow(*row)
-        for part, oid, sid, lease in run(conn, _union(_RUNNING, with_schedules), params):
-            reads[part].running.setdefault(sid, {})[oid] = _utc(lease)
-    if with_jobs:
-        for part, *row in run(conn, _union(_JOBS, with_jobs), params):
-            row[3] = _utc(row[3])
-            reads[part].jobs[row[0]] = JobRow(*row)
-
-
-def _read_scripts_and_day(conn: Any, schemas: list[tuple[int, str]], params: dict[str, Any],
-                          reads: list[TenantReads], slugs: list[str], known: Callable[[str, int, int], bool]) -> None:
-    """The scripts, their sources not `known` already, and the day's use (a statement each)."""
-    for i, _ in schemas:
-        owners: list[Any] = [*reads[i].schedules.values(), *reads[i].jobs.values()]
-        params[f"scr{i}"] = _ids({o.script_id for o in owners})
-    with_scripts = [(i, sch) for i, sch in schemas if params[f"scr{i}"]]
-    if with_scripts:
-        for part, *row in run(conn, _union(_SCRIPTS, with_scripts), params):
-            reads[part].scripts.append(ScriptRow(*row))
+def _read_sources(conn: Any, schemas: list[tuple[int, str]], params: dict[str, Any], reads: list[TenantReads],
+                  slugs: list[str], known: Callable[[str, int, int], bool]) -> None:
+    """The sources of the scripts read that are not `known` already (one statement, when any)."""
     for i, _ in schemas:
         wanted = [(r.id, r.current_version) for r in reads[i].scripts if not known(slugs[i], r.id, r.current_version)]
         params[f"src{i}"] = array_literal([sid for sid, _ in wanted], "int") if wanted else None
@@ -170,8 +153,6 @@ def _read_scripts_and_day(conn: Any, schemas: list[tuple[int, str]], params: dic
     if with_sources:
         for part, sid, version, source in run(conn, _union(_SOURCES, with_sources), params):
             reads[part].sources[(sid, version)] = source
-    for part, runs, ms in run(conn, _union(_DAY, schemas), params):
-        reads[part].day = (int(runs), int(ms))
 
 
 def read_tenants(conn: Any, parts: Sequence[tuple[str, list[int]]], now: datetime,
@@ -187,11 +168,8 @@ def read_tenants(conn: Any, parts: Sequence[tuple[str, list[int]]], now: datetim
         reads = [TenantReads() for _ in chunk]
         params: dict[str, Any] = {"now": now, "day": day_start(now), "running": RUNNING}
         params.update({f"ids{i}": array_literal(ids, "int") for i, (_, ids) in enumerate(chunk)})
-        _lock_rows(conn, schemas, params, reads)
-        for i, r in enumerate(reads):
-            params[f"sch{i}"] = _ids({row.schedule_id for row in r.rows if row.schedule_id is not None})
-            params[f"job{i}"] = _ids({row.job_id for row in r.rows if row.job_id is not None})
-        _read_owners(conn, schemas, params, reads)
-        _read_scripts_and_day(conn, schemas, params, reads, [slug for slug, _ in chunk], known)
+        for part, kind, *row in run(conn, _union(_READ, schemas) + _ORDER, params):
+            _take(reads[part], kind, row)
+        _read_sources(conn, schemas, params, reads, [slug for slug, _ in chunk], known)
         out.update((slug, r) for (slug, _), r in zip(chunk, reads))
     return out

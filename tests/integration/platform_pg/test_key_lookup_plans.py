@@ -68,7 +68,7 @@ def plans(database: Database) -> Iterator[list[dict[str, Any]]]:
             cur.execute("SET auto_explain.log_min_duration = 0")
             cur.execute("SET auto_explain.log_level = notice")
             cur.execute("SET auto_explain.log_format = json")
-            cur.execute("SET auto_explain.log_nested_statements = on")  # the claim's writes and the record are in functions
+            cur.execute("SET auto_explain.log_nested_statements = on")  # the claim's statements and the record are in functions
         dbapi_conn.commit()
 
     database.engine.dispose()  # connections opened from now on explain their statements
@@ -103,7 +103,7 @@ def test_a_claim_and_its_record_look_rows_up_by_key(
     assert store.finish_across(_items(claims, lambda c: DONE)) == [True] * CLAIMED
     touched = {relation for p in plans for _, relation in _scans(p["Plan"])}
     assert {"schedules", "occurrences"} <= touched  # the capture saw the tenant's statements
-    for inside in ("cas AS (", "rel AS ("):  # and the claim's writes and the record inside their functions
+    for inside in ("WITH l AS (", "cas AS (", "rel AS ("):  # the claim's reads and writes and the record, in functions
         assert any(inside in p["Query Text"] for p in plans), inside
     assert _sequential(plans, ("schedules", "occurrences")) == [], [p["Query Text"][:50] for p in plans]
 
