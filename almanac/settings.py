@@ -50,13 +50,13 @@ class Settings(BaseSettings):
         default=100, ge=1, le=1_000_000,
         description="PostgreSQL: a pooled connection that has named more tenants' schemas than this is closed "
                     "and replaced when it is next handed out; a database backend keeps ~150 kB of catalog cache "
-                    "and ~0.7 MB of plans (the claim's and the record's functions) for every tenant it has met "
+                    "and ~1.2 MB of plans (the claim's and the record's functions) for every tenant it has met "
                     "and never frees them (README, Sizing)")
     pg_lanes: int = Field(
         default=4, ge=1, le=64,
         description="PostgreSQL: connections per process that each claim and record the runs of a fixed share of "
                     "the tenants, so that a backend keeps meeting the same tenants' tables and plans (warm caches, "
-                    "~0.9 MB a tenant once per process); 1: every tenant on the shared pool (README, Sizing)")
+                    "~1.4 MB a tenant once per process); 1: every tenant on the shared pool (README, Sizing)")
     default_min_interval_seconds: int = Field(
         default=60, ge=1, description="minimum interval between occurrences for new tenants (SPEC section 5)")
     allow_private_targets: bool = Field(
