@@ -40,7 +40,8 @@ class BatchRefused(ValidationError):
     """One or more items are bad: the whole batch is refused (422 validation_error), each listed by index."""
 
     def __init__(self, problems: list[tuple[int, AlmanacError]]) -> None:
-        first = "; ".join(f"item {i}: {err.message}" for i, err in problems[:_SHOWN_ERRORS])
+        # Each item's message is a sentence of its own; in this one sentence it loses its full stop.
+        first = "; ".join(f"item {i}: {err.message.rstrip('.')}" for i, err in problems[:_SHOWN_ERRORS])
         more = f" (and {len(problems) - _SHOWN_ERRORS} more)" if len(problems) > _SHOWN_ERRORS else ""
         super().__init__(f"Nothing was saved: {first}{more}.", details={"errors": [
             {"index": i, "code": err.code, "message": err.message} for i, err in problems]})
