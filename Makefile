@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 XDIST  ?= auto
 UV_COMPILE := $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes -q
 
-.PHONY: install install-dev run test test-fast lint lock bench clean sandbox-wasm sandbox-wasm-check editor
+.PHONY: install install-dev run test test-fast lint lock bench clean sandbox-wasm sandbox-wasm-check editor docs
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Almanac needs Python 3.11+"; exit 1; }
@@ -52,6 +52,12 @@ test: install-dev lint
 test-fast: install-dev
 	ALMANAC_TEST_BACKENDS=sqlite $(BIN)/pytest -q -n $(XDIST) tests/unit tests/integration -m "not postgres and not slow and not timing" $(PYTEST_ARGS)
 
+# The user guide (MkDocs + Material) from docs/ into site/, offline; --strict: a broken link or page fails.
+docs: install-dev
+	$(BIN)/python tools/gen_editor_api.py --check
+	$(BIN)/python tools/settings_table.py --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 bench: install-dev
 	$(BIN)/python bench/run_all.py
 
@@ -65,7 +71,7 @@ sandbox-wasm-check: install-dev
 	$(BIN)/python almanac/sandbox/reactor/build.py --check
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .hypothesis .mypy_cache .ruff_cache site
 
 # The script editor: CodeMirror 6 bundled by esbuild into one committed file, from the exact
 # versions in editor/package-lock.json (`npm ci`); the completion table is generated from the

@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     var_dir: Path = Field(
         default=Path("./var"),
         description="where the generated secret key, the SQLite tenant files and the compiled sandbox cache live")
+    guide_dir: Path = Field(
+        default=Path("./site"),
+        description="the built user guide (`make docs` writes it), served at `/guide`; while it is missing, `/guide` "
+                    "says how to build it and links the API reference at `/docs`")
     secure_cookies: bool = Field(
         default=False, description="send the session cookie only over HTTPS (turn on behind a TLS proxy)")
     pool_size: int = Field(

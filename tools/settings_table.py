@@ -1,8 +1,8 @@
-"""Print, or write into README.md, the configuration table built from `almanac.settings.Settings`.
+"""Print, or write into the guide's configuration page, the table built from `almanac.settings.Settings`.
 
-`python tools/settings_table.py` prints it; `--write` replaces the table between the README's
+`python tools/settings_table.py` prints it; `--write` replaces the table between the page's
 `<!-- settings:start -->` and `<!-- settings:end -->` markers. The test
-`tests/unit/foundation/test_settings_doc.py` fails when the README and `Settings` differ.
+`tests/unit/foundation/test_settings_doc.py` fails when the page and `Settings` differ.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from almanac.settings import Settings
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "reference" / "configuration.md"
 START, END = "<!-- settings:start -->", "<!-- settings:end -->"
 
 
@@ -46,6 +46,10 @@ def spliced(readme: str) -> str:
 def main(argv: list[str]) -> int:
     if "--write" in argv:
         README.write_text(spliced(README.read_text()))
+    elif "--check" in argv:
+        if spliced(README.read_text()) != README.read_text():
+            print(f"{README} differs from Settings: run tools/settings_table.py --write", file=sys.stderr)
+            return 1
     else:
         print(table())
     return 0

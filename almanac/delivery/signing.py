@@ -1,5 +1,5 @@
 """Webhook signatures, in the Standard Webhooks scheme (standardwebhooks.com), so receivers can
-use its libraries or the ten-line recipe of the README.
+use its libraries or the ten-line recipe of the guide (docs/guide/delivery.md).
 
 - `webhook-id`: the event's stable id (the same on every retry: deduplicate on it).
 - `webhook-timestamp`: integer Unix seconds when this attempt was sent.
@@ -49,7 +49,7 @@ def headers(secret: str, msg_id: str, timestamp: int, body: bytes) -> dict[str, 
 
 
 def verify(secret: str, got_headers: dict[str, str], body: bytes, *, now: int, tolerance: int = TOLERANCE_S) -> bool:
-    """The receiver's side (used by our tests; the README recipe is the same logic)."""
+    """The receiver's side (used by our tests; the guide's recipe is the same logic)."""
     lower = {k.lower(): v for k, v in got_headers.items()}
     msg_id, stamp, sigs = lower.get("webhook-id"), lower.get("webhook-timestamp"), lower.get("webhook-signature")
     if not (msg_id and stamp and sigs) or not stamp.isdigit() or abs(now - int(stamp)) > tolerance:

@@ -41,7 +41,7 @@ class Claimed:
 
 
 def payload(tenant: str, event: Any, fanout: Any) -> dict[str, Any]:
-    """The event as receivers see it (README: "Payload")."""
+    """The event as receivers see it (the guide, docs/guide/delivery.md: "Payload")."""
     return {
         "id": fanout.public_id, "topic": event.topic,
         "created_at": event.created_at.isoformat().replace("+00:00", "Z"),

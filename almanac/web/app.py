@@ -61,7 +61,7 @@ def create_app(
     # of a job without FastAPI's dependency solving and routing (issue 19); all else passes through.
     app.add_middleware(FastPut)
     app.add_middleware(BodyLimit)  # 413 for bodies over 1 MiB, before they are read whole
-    docs.install(app)  # /docs and /redoc from packaged assets: no CDN
+    docs.install(app, settings.guide_dir)  # /docs and /redoc from packaged assets (no CDN), /guide
     # Everything that serves a request reads its services here (dependencies, the session middleware,
     # the lifespan), never from a closure: one app, one place to look.
     app.state.services = services

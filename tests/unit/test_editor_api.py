@@ -21,6 +21,13 @@ def test_the_committed_table_is_what_the_generator_writes_now():
     assert gen.OUTPUT.read_text(encoding="utf-8") == gen.render(), "run tools/gen_editor_api.py"
 
 
+def test_the_guide_reference_is_what_the_generator_writes_now():
+    gen = _generator()
+    assert gen.REFERENCE.read_text(encoding="utf-8") == gen.render_markdown(), "run tools/gen_editor_api.py"
+    for name in gen.registry_names():
+        assert f"`{name}(" in gen.REFERENCE.read_text(encoding="utf-8")
+
+
 def test_every_registry_capability_is_in_the_table():
     gen = _generator()
     table = json.loads(gen.render())

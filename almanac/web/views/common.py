@@ -252,7 +252,7 @@ def _nav(principal: Principal | None) -> list[tuple[str, str]]:
     if principal.has("admin"):
         items += [("/scripts", "Scripts"), ("/tokens", "Tokens"), ("/members", "Members"), ("/egress", "Egress"),
                   ("/secrets", "Secrets"), ("/quotas", "Quotas"), ("/audit", "Audit")]
-    return items
+    return items + [("/guide", "Guide"), ("/docs", "API")]
 
 
 def redirect(url: str, request: Request | None = None) -> Response:

@@ -1,4 +1,4 @@
-"""The README's verification recipe, run as printed against a real request; and the guard at delivery time."""
+"""The guide's verification recipe, run as printed against a real request; and the guard at delivery time."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.integration.delivery.world import Receiver, World
 
 pytestmark = pytest.mark.any_backend  # no SQL here that differs between the backends
 
-README = Path(__file__).resolve().parents[3] / "almanac" / "delivery" / "README.md"
+README = Path(__file__).resolve().parents[3] / "docs" / "guide" / "delivery.md"
 
 
 def _recipe() -> Callable[..., bool]:

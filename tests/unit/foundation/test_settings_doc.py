@@ -1,4 +1,4 @@
-"""Configuration has one door: every ALMANAC_* variable is a `Settings` field, and the README's table is `Settings`."""
+"""Configuration has one door: every ALMANAC_* variable is a `Settings` field, and the guide's table is `Settings`."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ def _settings_table():  # type: ignore[no-untyped-def]
     return module
 
 
-def test_readme_configuration_table_is_generated_from_settings() -> None:
+def test_the_guide_configuration_table_is_generated_from_settings() -> None:
     tool = _settings_table()
-    readme = (ROOT / "README.md").read_text()
-    assert tool.spliced(readme) == readme, "README's table differs from Settings: run tools/settings_table.py --write"
+    page = tool.README.read_text()
+    assert tool.spliced(page) == page, "the guide's table differs from Settings: run tools/settings_table.py --write"
 
 
 def test_every_setting_is_described() -> None:
