@@ -10,7 +10,7 @@ beyond the start, so finding nothing there proves the rule never fires.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 
 from almanac.errors import NeverFires, TooFrequent
 
@@ -29,7 +29,7 @@ def ensure_fires(rec: Recurrence, now: datetime) -> None:
     """NeverFires, with the reason, unless something fires at or after `now`."""
     plans = [compile_plan(r, rec.start_wall) for r in rec.rules]
     reasons = [static_reason(r, p) for r, p in zip(rec.rules, plans)]
-    future_dates = [d for d in rec.rdates if to_instant(d, get_zone(rec.timezone)) >= now]
+    future_dates = [d for d in rec.rdates if d >= now]
     if rec.rules and all(reasons) and not future_dates:
         raise NeverFires(str(reasons[0]))
     if occurrences(rec, after=now, count=1):
@@ -72,7 +72,7 @@ def ensure_min_interval(rec: Recurrence, now: datetime, min_interval_s: int) -> 
         return
     found = occurrences(rec, after=now, count=_GAP_LOOK)
     for a, b in zip(found, found[1:]):
-        seconds = (b - a).total_seconds()
+        seconds = (b.astimezone(timezone.utc) - a.astimezone(timezone.utc)).total_seconds()  # not by wall
         if seconds < min_interval_s:
             raise TooFrequent(
                 f"It fires at {a:%Y-%m-%d %H:%M:%S} and again {_span(seconds)} later; "

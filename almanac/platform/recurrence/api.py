@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
+from zoneinfo import ZoneInfo
 
 from almanac.errors import ValidationError
 
@@ -30,7 +31,7 @@ from .occurrences import Shift, gap_shifts, occurrences, to_instant, to_wall
 from .parse_cron import looks_like_cron, parse_cron
 from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
 from .parse_text import parse_text
-from .zones import get_zone
+from .zones import get_zone, utc_key
 
 # DTSTART's search gets at most half of the preview's work budget.
 _FIRST_STEPS = PREVIEW_STEPS // 2
@@ -72,6 +73,8 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
         # `*/15` is always :00, :15, ..., and DTSTART its first point >= start.
         return _settle("cron", timezone, anchor, rules, grid=_align(anchor, align, False))
     said = parse_text(text, to_wall(now, zone))
+    if said.once is not None and said.once.tzinfo is not None:  # "once on ... UTC"
+        return _build("text", "UTC", said.once.replace(tzinfo=None), [], [said.once, *said.rdates], said.exdates)
     if said.once is not None:
         return _build("text", timezone, said.once, [], [said.once, *said.rdates], said.exdates)
     return _settle("text", timezone, _align(anchor, said.align, start is not None), said.rules,
@@ -95,7 +98,12 @@ def _one_off(text: str, timezone: str) -> Recurrence:
         when = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T"))
     except ValueError:
         raise fail(f"{text[:40]!r} is not a valid ISO-8601 date-time.", 0) from None
-    wall = to_wall(when, get_zone(timezone)).replace(microsecond=0)
+    zone = get_zone(timezone)
+    wall = to_wall(when, zone).replace(microsecond=0, fold=0)
+    if when.tzinfo is not None and utc_key(to_instant(wall, zone)) != utc_key(when.replace(microsecond=0)):
+        # The second pass of a repeated hour has no wall-clock name in the zone: kept in UTC.
+        zone, timezone = get_zone("UTC"), "UTC"
+        wall = to_wall(when, zone).replace(microsecond=0)
     return _build("at", timezone, wall, [], [wall], [])
 
 
@@ -145,10 +153,16 @@ def _build(kind: str, tz: str, start: datetime, rules: list[Rule], rdates: list[
            exdates: list[datetime]) -> Recurrence:
     zone = get_zone(tz)
     start = start.replace(fold=0)  # the canonical text cannot say fold=1
-    rdates_t, exdates_t = tuple(sorted(set(rdates))), tuple(sorted(set(exdates)))
+    rdates_t, exdates_t = _instants(rdates, zone), _instants(exdates, zone)
     canonical = format_block(tz, start, rules, rdates_t, exdates_t)
     return Recurrence(kind, tz, to_instant(start, zone), canonical, tuple(rules),
                       rdates_t, exdates_t, start)
+
+
+def _instants(dates: list[datetime], zone: ZoneInfo) -> tuple[datetime, ...]:
+    """Distinct instants in increasing order; a naive date is a wall-clock time in `zone`."""
+    unique = {utc_key(d): d for d in (to_instant(d, zone) if d.tzinfo is None else d for d in dates)}
+    return tuple(unique[k] for k in sorted(unique))
 
 
 @lru_cache(maxsize=4096)
@@ -168,12 +182,13 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
         raise ValidationError("count must be between 1 and 50.", details={"field": "count"})
     with budget_scope(PREVIEW_STEPS):
         rec = parse(text, timezone, start=start, now=now)
-        ensure_fires(rec, now)
-        ensure_min_interval(rec, now, min_interval_s)
-        after = max(rec.dtstart, now)
+        # RDATEs count from `start` too, not from the rules' first occurrence (DTSTART).
+        after = now
         if start is not None:
             zone = get_zone(rec.timezone)
             after = max(after, to_instant(to_wall(start, zone), zone))
+        ensure_fires(rec, after)  # `after`: a start in a DST gap fires later than its wall time says
+        ensure_min_interval(rec, now, min_interval_s)
         found = occurrences(rec, after=after, count=count)
         shifts = gap_shifts(rec, found)
     return Preview(rec.input_kind, rec.canonical, describe(rec), found, shifts)

@@ -9,8 +9,12 @@ are written out ("every day at 9:00 AM"), so the text says when it fires.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
 from .engine import Plan, compile_plan
 from .model import Recurrence, Rule
+from .zones import get_zone, to_instant, to_wall, utc_key
 from .words import FREQ_UNIT, clock, datetime_text, day_name, join, month_name, ordinal
 
 _WEEKDAYS = frozenset(range(5))
@@ -22,14 +26,24 @@ def describe(rec: Recurrence) -> str:
     """E.g. "every weekday at 9:00 AM (Europe/Berlin)"."""
     parts = [describe_rule(r, compile_plan(r, rec.start_wall)) for r in rec.rules]
     text = "; and ".join(parts)
-    extra = [d for d in rec.rdates if not (not rec.rules and d == rec.start_wall)]
+    zone = get_zone(rec.timezone)
+    extra = [d for d in rec.rdates if not (not rec.rules and utc_key(d) == utc_key(rec.dtstart))]
     if not rec.rules:
         text = "once on " + datetime_text(rec.start_wall)
     if extra:
-        text += "; and also on " + join([datetime_text(d) for d in extra])
+        text += "; and also on " + join([_instant_text(d, zone) for d in extra])
     if rec.exdates:
-        text += "; except on " + join([datetime_text(d) for d in rec.exdates])
+        text += "; except on " + join([_instant_text(d, zone) for d in rec.exdates])
     return f"{text} ({rec.timezone})"
+
+
+def _instant_text(when: datetime, zone: ZoneInfo) -> str:
+    """A date on the rule's wall clock, or in UTC where that clock cannot name it (the second pass
+    of a repeated hour), so that the description names the same instant."""
+    wall = to_wall(when, zone).replace(fold=0)
+    if utc_key(to_instant(wall, zone)) == utc_key(when):
+        return datetime_text(wall)
+    return datetime_text(when.astimezone(timezone.utc).replace(tzinfo=None)) + " UTC"
 
 
 def describe_rule(rule: Rule, plan: Plan) -> str:

@@ -1,8 +1,9 @@
 """The parsed form of a recurrence: one or more RFC 5545 rules plus RDATE/EXDATE.
 
-Everything here is wall-clock: `datetime` values are naive and mean a time on
-the clock of the recurrence's IANA zone. Conversion to instants happens only
+The rules are wall-clock: their `datetime` values are naive and mean a time on
+the clock of the recurrence's IANA zone; conversion to instants happens only
 in `occurrences.py`, so the calendar arithmetic never sees a UTC offset.
+RDATE and EXDATE are instants (aware), each in the zone its line named.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ class Recurrence:
 
     `dtstart` is aware (in `timezone`); `start_wall` is the same time as a
     naive wall-clock value, which is what the rules are expanded against.
-    A recurrence without rules fires at DTSTART and its RDATEs only.
+    A recurrence without rules fires at DTSTART and its RDATEs only. `rdates` and
+    `exdates` are aware instants in increasing order, each in its own zone (or UTC).
     """
 
     input_kind: str

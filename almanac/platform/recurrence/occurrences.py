@@ -31,51 +31,47 @@ from .engine import SEARCH_STEPS, Budget, SearchTooLong, compile_plan, current_b
 from .expand import rule_walk
 from .model import Recurrence
 from .static import static_reason
-from .zones import get_zone, in_gap
+from .zones import get_zone, in_gap, to_instant, to_wall, utc_key
 
 # Enough to cover any gap in tzdata (Samoa skipped a whole day in 2011).
 _MAX_SHIFT = timedelta(days=2)
 
 
-def to_instant(wall: datetime, zone: ZoneInfo) -> datetime:
-    """Wall-clock time to an aware datetime, with the SPEC's DST choices.
-
-    fold=0 (every time the rules make) picks the first of a repeated time;
-    fold=1 (an UNTIL or RDATE given in UTC) the second; for a time in a gap it picks
-    the offset in force before the gap, so the round trip through UTC moves
-    it forward by the gap's length.
-    """
-    return wall.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
-
-
-def to_wall(when: datetime, zone: ZoneInfo) -> datetime:
-    """An aware time (or a naive wall-clock one) as naive wall-clock in `zone`."""
-    if when.tzinfo is None:
-        return when
-    return when.astimezone(zone).replace(tzinfo=None)
-
-
 def wall_stream(rec: Recurrence, start: datetime, budget: Budget) -> Iterator[datetime]:
-    """All wall-clock occurrences >= start: rules, RDATEs, minus EXDATEs."""
+    """The rules' wall-clock occurrences >= start (RDATE and EXDATE are instants: `instant_stream`)."""
     plans = [(r, compile_plan(r, rec.start_wall)) for r in rec.rules]
     zone = get_zone(rec.timezone)
     # A rule the static checks prove silent is skipped rather than searched.
     streams = [rule_walk(r, p, start, budget, zone) for r, p in plans
                if static_reason(r, p) is None]
-    extra = set(rec.rdates)
-    if not rec.rules:
-        extra.add(rec.start_wall)  # a block without RRULE fires at DTSTART
-    streams.append(iter(sorted(d for d in extra if d >= start)))
-    excluded = set(rec.exdates)
+    if not rec.rules and start <= rec.start_wall:
+        streams.append(iter([rec.start_wall]))  # a block without RRULE fires at DTSTART
     last = None
     for when in heapq.merge(*streams):
-        if when != last and when not in excluded:
+        if when != last:
             last = when
             yield when
 
 
 def instant_stream(rec: Recurrence, after: datetime, budget: Budget) -> Iterator[datetime]:
-    """Aware occurrences >= after, strictly increasing.
+    """Aware occurrences >= after, strictly increasing: the rules' and the RDATEs', less the EXDATEs.
+
+    RDATE and EXDATE name instants, each in its own zone (or UTC): they are merged and matched
+    by instant, so an EXDATE in the second pass of a repeated hour does not remove the first.
+    """
+    zone = get_zone(rec.timezone)
+    after_utc = after.astimezone(timezone.utc)
+    extra = iter([d.astimezone(zone) for d in rec.rdates if utc_key(d) >= after_utc])
+    excluded = {utc_key(d) for d in rec.exdates}
+    last: datetime | None = None
+    for when in heapq.merge(_rule_instants(rec, after, budget), extra, key=utc_key):
+        if utc_key(when) not in excluded and (last is None or utc_key(when) > last):
+            last = utc_key(when)
+            yield when
+
+
+def _rule_instants(rec: Recurrence, after: datetime, budget: Budget) -> Iterator[datetime]:
+    """The rules' occurrences as aware times >= after, strictly increasing.
 
     A gap moves a wall time forward past later wall times, so converted
     times wait in a heap until the wall stream has passed their new wall

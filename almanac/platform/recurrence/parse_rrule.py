@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 from almanac.errors import InvalidRule
 
 from .model import FREQS, WEEKDAYS, Rule
-from .zones import get_zone
+from .zones import get_zone, to_instant, zone_name
 
 # (low, high, zero allowed, negative allowed) for each numeric BY-part.
 _RANGES = {
@@ -38,7 +38,8 @@ def fail(message: str, position: int, **extra: object) -> InvalidRule:
 
 @dataclass
 class Block:
-    """What a block of lines said; `start` is naive wall-clock in `tzid`."""
+    """What a block of lines said; `start` is naive wall-clock in `tzid`; RDATEs and EXDATEs are
+    instants (aware), each in the zone its line named (its TZID, UTC for a Z, else the block's)."""
 
     tzid: str | None
     start: datetime | None
@@ -48,8 +49,11 @@ class Block:
 
 
 def looks_like_rrule(text: str) -> bool:
+    """RFC 5545 text: a content line, or rule parts in any order (`INTERVAL=4;FREQ=HOURLY`)."""
     head = text.lstrip().upper()
-    return head.startswith(("FREQ=", "RRULE:", "DTSTART", "RDATE", "EXDATE"))
+    if head.startswith(("RRULE:", "DTSTART", "RDATE", "EXDATE")):
+        return True
+    return head.split("=", 1)[0].strip() in _KNOWN and "=" in head
 
 
 def parse_block(text: str, default_tz: str) -> Block:
@@ -112,17 +116,19 @@ def _parse_line(line: str, pos: int, block: Block, default_tz: str) -> None:
     elif name == "DTSTART":
         if block.start is not None:
             raise fail("DTSTART is given twice.", pos)
-        block.tzid = _tzid(params, pos) or block.tzid
-        if block.tzid is not None and value.strip().upper().endswith("Z"):
+        tzid = _tzid(params, pos)
+        if tzid is not None and value.strip().upper().endswith("Z"):
             raise fail("DTSTART;TZID=... takes a local time, without the Z of UTC "
                        "(RFC 5545 3.3.5).", vpos)
+        # A DTSTART in UTC fixes the rule in UTC (RFC 5545 3.3.5), whatever zone the request names.
+        block.tzid = tzid or ("UTC" if value.strip().upper().endswith("Z") else block.tzid)
         block.start = parse_datetime(value, vpos, block.tzid or default_tz)
     elif name in ("RDATE", "EXDATE"):
-        tz = _tzid(params, pos) or block.tzid or default_tz
+        zone = get_zone(_tzid(params, pos) or block.tzid or default_tz, pos)
         target = block.rdates if name == "RDATE" else block.exdates
         at = vpos
         for item in value.split(","):
-            target.append(parse_datetime(item.strip(), at, tz, block.start))
+            target.append(_instant(item.strip(), at, zone, block.start))
             at += len(item) + 1
     else:
         raise fail(f"Unknown line {name!r}: expected DTSTART, RRULE, RDATE or EXDATE.", pos)
@@ -135,6 +141,13 @@ def _tzid(params: list[str], pos: int) -> str | None:
             get_zone(val, pos)
             return val
     return None
+
+
+def _instant(value: str, pos: int, zone: ZoneInfo, like: datetime | None) -> datetime:
+    """An RDATE or EXDATE value as an instant: in UTC when written with Z, else in `zone`."""
+    if value.upper().endswith("Z"):
+        return parse_datetime(value, pos, "UTC", like).replace(tzinfo=dt_timezone.utc)
+    return to_instant(parse_datetime(value, pos, zone.key, like), zone)
 
 
 def parse_datetime(value: str, pos: int, tz: str, like: datetime | None = None) -> datetime:
@@ -317,12 +330,28 @@ def wall_to_utc_text(wall: datetime, zone: ZoneInfo) -> str:
 
 def format_block(tzid: str, start: datetime, rules: list[Rule] | tuple[Rule, ...],
                  rdates: tuple[datetime, ...] = (), exdates: tuple[datetime, ...] = ()) -> str:
+    """The canonical block; RDATE and EXDATE (aware instants) keep their own zone, one line a zone."""
     zone = get_zone(tzid, 0)
     lines = [f"DTSTART;TZID={tzid}:{start:%Y%m%dT%H%M%S}"]
     lines += [f"RRULE:{format_rule(r, zone)}" for r in rules]
-    if rdates:
-        lines.append(f"RDATE;TZID={tzid}:" + ",".join(f"{d:%Y%m%dT%H%M%S}" for d in rdates))
-    if exdates:
-        lines.append(f"EXDATE;TZID={tzid}:" + ",".join(f"{d:%Y%m%dT%H%M%S}" for d in exdates))
+    lines += _date_lines("RDATE", rdates, tzid)
+    lines += _date_lines("EXDATE", exdates, tzid)
     return "\n".join(lines)
+
+
+def _date_lines(name: str, dates: tuple[datetime, ...], tzid: str) -> list[str]:
+    """`NAME;TZID=zone:...` for dates of a zone (the block's first), `NAME:...Z` for UTC ones.
+
+    A date in a zone whose wall clock cannot name it (the second pass of a repeated hour) is
+    written in UTC, the one form that keeps the instant."""
+    by_zone: dict[str, list[str]] = {}
+    for when in dates:
+        zone = zone_name(when)
+        wall = when.replace(tzinfo=None, fold=0)
+        if zone != "UTC" and to_instant(wall, get_zone(zone)).astimezone(dt_timezone.utc) != when:
+            zone, wall = "UTC", when.astimezone(dt_timezone.utc).replace(tzinfo=None)
+        by_zone.setdefault(zone, []).append(f"{wall:%Y%m%dT%H%M%S}")
+    order = sorted(by_zone, key=lambda z: (z != tzid, z == "UTC", z))
+    return [f"{name}:" + ",".join(v + "Z" for v in by_zone[z]) if z == "UTC"
+            else f"{name};TZID={z}:" + ",".join(by_zone[z]) for z in order]
 

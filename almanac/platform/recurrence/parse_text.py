@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 
 from almanac.errors import InvalidRule
 
@@ -27,7 +27,7 @@ from .text_grammar import MONTH, read_rules
 from .words import MONTH_NAMES, TIME_RE, read_time
 
 _ZONE_SUFFIX = re.compile(r"^\([A-Za-z_]+(?:/[A-Za-z0-9_+-]+)*\)$")
-_DATETIME = rf"({MONTH}) (\d{{1,2}}), (\d{{4}}) at ({TIME_RE})"
+_DATETIME = rf"({MONTH}) (\d{{1,2}}), (\d{{4}}) at ({TIME_RE})( utc)?"
 
 
 @dataclass
@@ -121,8 +121,9 @@ def _dates(phrase: Phrase, text: str, at: int) -> list[datetime]:
             raise phrase.refuse("Cannot read this date; write it like "
                                 "'December 1, 2026 at 9:00 AM'.", at + pos, at + len(text))
         try:
-            found.append(datetime(int(m.group(3)), _month_number(m.group(1)),
-                                  int(m.group(2)), *clock))
+            when = datetime(int(m.group(3)), _month_number(m.group(1)), int(m.group(2)), *clock)
+            # "... UTC" names an instant the rule's wall clock cannot (a repeated hour's second pass).
+            found.append(when.replace(tzinfo=timezone.utc) if m.group(5) else when)
         except ValueError:
             raise phrase.refuse("That date does not exist.", at + pos, at + m.end()) from None
         pos = m.end()

@@ -44,3 +44,31 @@ def in_gap(wall: datetime, zone: ZoneInfo | None) -> bool:
         return False
     back = wall.replace(tzinfo=zone, fold=0).astimezone(timezone.utc).astimezone(zone)
     return back.replace(tzinfo=None) != wall
+
+
+def to_instant(wall: datetime, zone: ZoneInfo) -> datetime:
+    """Wall-clock time to an aware datetime, with the SPEC's DST choices.
+
+    fold=0 (every time the rules make) picks the first of a repeated time; fold=1 the second;
+    for a time in a gap it picks the offset in force before the gap, so the round trip through
+    UTC moves it forward by the gap's length.
+    """
+    return wall.replace(tzinfo=zone).astimezone(timezone.utc).astimezone(zone)
+
+
+def to_wall(when: datetime, zone: ZoneInfo) -> datetime:
+    """An aware time (or a naive wall-clock one) as naive wall-clock in `zone`."""
+    if when.tzinfo is None:
+        return when
+    return when.astimezone(zone).replace(tzinfo=None)
+
+
+def utc_key(when: datetime) -> datetime:
+    """The instant of an aware time, for comparing and de-duplicating: two aware times of one zone
+    compare by wall clock (PEP 495), which would confuse the two passes of a repeated hour."""
+    return when.astimezone(timezone.utc)
+
+
+def zone_name(when: datetime) -> str:
+    """The IANA name of an aware time's zone: "UTC" for timezone.utc."""
+    return getattr(when.tzinfo, "key", None) or "UTC"
