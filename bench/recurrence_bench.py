@@ -66,6 +66,12 @@ HOSTILE = [
     "FREQ=SECONDLY;INTERVAL=7;BYMONTH=2;BYMONTHDAY=29;BYHOUR=3;BYMINUTE=5;BYSECOND=0",
     "FREQ=MINUTELY;INTERVAL=1439;BYHOUR=0;BYMINUTE=0;BYMONTHDAY=1",
     "FREQ=HOURLY;INTERVAL=48;BYHOUR=3",
+    # every second of a year, and of a month: the period's BY* product is walked, never built
+    "FREQ=YEARLY;BYMONTH=" + ",".join(map(str, range(1, 13))) + ";BYMONTHDAY=" + ",".join(map(str, range(1, 32)))
+    + ";BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=" + ",".join(map(str, range(60)))
+    + ";BYSECOND=" + ",".join(map(str, range(60))),
+    "FREQ=MONTHLY;BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=" + ",".join(map(str, range(60)))
+    + ";BYSECOND=" + ",".join(map(str, range(60))),
 ]
 
 

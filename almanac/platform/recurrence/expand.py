@@ -40,6 +40,18 @@ class TimeSet:
     def __iter__(self) -> Iterator[Clock]:
         return ((h, m, s) for h in self.h for m in self.m for s in self.s)
 
+    def first_at_or_after(self, clock: Clock) -> int:
+        """The index of the first time >= `clock` (len(self) if none), without building the set."""
+        h, m, s = clock
+        lm, ls = len(self.m), len(self.s)
+        i = bisect.bisect_left(self.h, h)
+        if i == len(self.h) or self.h[i] > h:
+            return i * lm * ls
+        j = bisect.bisect_left(self.m, m)
+        if j == lm or self.m[j] > m:
+            return (i * lm + j) * ls
+        return (i * lm + j) * ls + bisect.bisect_left(self.s, s)  # past the last second: the next minute
+
 
 def _at(o: int, clock: Clock) -> datetime:
     d = date.fromordinal(o)
@@ -101,16 +113,16 @@ def walk(plan: Plan, start: datetime, budget: Budget, hard_limit: int) -> Iterat
     if plan.freq in UNIT_SECONDS:
         inner = _walk_subdaily(plan, start, cands, gap, hard_limit)
     else:
-        inner = _walk_days(plan, start.toordinal(), cands, gap, hard_limit)
+        inner = _walk_days(plan, start, cands, gap, hard_limit)
     for when in inner:
         if when >= start:
             yield when
 
 
-def _walk_days(plan: Plan, o: int, cands: Candidates, gap: int, hard: int) -> Iterator[datetime]:
+def _walk_days(plan: Plan, start: datetime, cands: Candidates, gap: int, hard: int) -> Iterator[datetime]:
     p0 = _period(plan, cands, plan.anchor.toordinal())
     times = TimeSet(plan.hours, plan.minutes, plan.seconds)
-    o = _bounds(plan, _period(plan, cands, o))[0]
+    o = _bounds(plan, _period(plan, cands, start.toordinal()))[0]
     last_hit = o
     while True:
         c = cands.next(o, min(hard, last_hit + gap))
@@ -127,14 +139,23 @@ def _walk_days(plan: Plan, o: int, cands: Candidates, gap: int, hard: int) -> It
             # dateutil's first week starts at DTSTART, not at WKST; it only
             # matters to BYSETPOS, and we follow the reference implementation.
             days = [d for d in days if d >= plan.anchor.toordinal()]
-        if plan.setpos:
-            found = _pick(days, times, plan.setpos)
-        else:
-            found = [_at(d, t) for d in days for t in times]
-        if found:
-            last_hit = found[-1].toordinal()
-        yield from found
+        found = _pick(days, times, plan.setpos) if plan.setpos else _in_order(days, times, start)
+        for when in found:
+            last_hit = when.toordinal()
+            yield when
         o = _bounds(plan, p + plan.interval)[0]
+
+
+def _in_order(days: Sequence[int], times: TimeSet, start: datetime) -> Iterator[datetime]:
+    """days x times from `start` on, one at a time: a period of every second of a year is 31 million
+    times, so it is never built, and the caller's budget counts each one it takes."""
+    first = start.toordinal()
+    for d in days:
+        if d < first:
+            continue
+        begin = times.first_at_or_after((start.hour, start.minute, start.second)) if d == first else 0
+        for i in range(begin, len(times)):
+            yield _at(d, times[i])
 
 
 def _walk_subdaily(plan: Plan, start: datetime, cands: Candidates, gap: int, hard: int) -> Iterator[datetime]:
@@ -209,7 +230,7 @@ def _period_set(plan: Plan, day: int, sod: int) -> list[datetime]:
         times = TimeSet((h,), (m,), (s,))
     if plan.setpos:
         return _pick([day], times, plan.setpos)
-    return [_at(day, t) for t in times]
+    return [_at(day, t) for t in times]  # at most 3,600: the seconds of one hour
 
 
 def rule_walk(rule: Rule, plan: Plan, start: datetime, budget: Budget,
