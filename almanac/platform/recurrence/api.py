@@ -77,15 +77,21 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
         return _build("text", "UTC", said.once.replace(tzinfo=None), [], [said.once, *said.rdates], said.exdates)
     if said.once is not None:
         return _build("text", timezone, said.once, [], [said.once, *said.rdates], said.exdates)
-    return _settle("text", timezone, _align(anchor, said.align, start is not None), said.rules,
-                   said.rdates, said.exdates)
+    grid = _align(anchor, said.align, start is not None)
+    if said.start is not None:  # "..., starting <date>": counted from there, fired from there on
+        grid, anchor = said.start, max(anchor, said.start)
+    elif not said.align:
+        grid = _first_match(said.rules, anchor) or grid
+    return _settle("text", timezone, anchor, said.rules, said.rdates, said.exdates, grid=grid)
 
 
 def _align(anchor: datetime, align: dict[str, int], explicit: bool) -> datetime:
-    """Round a default start down to the step of "every N minutes"; an
-    explicit start is the person's choice and is kept."""
+    """Round a default start down to the step of "every N minutes" (or to midnight for a step that
+    does not divide the hour or day); an explicit start is the person's choice and is kept."""
     if explicit:
         return anchor
+    if "day" in align:
+        return anchor.replace(hour=0, minute=0, second=0)
     for unit, step in align.items():
         anchor = anchor.replace(**{unit: getattr(anchor, unit) // step * step})
         if unit == "hour":
@@ -123,6 +129,14 @@ def _settle(kind: str, tz: str, anchor: datetime, rules: list[Rule],
     # change the others' defaults, so only a single rule is folded.
     folded = [_fold(r, first) for r in rules] if len(rules) == 1 else list(rules)
     return _build(kind, tz, first, folded, rdates, exdates)
+
+
+def _first_match(rules: list[Rule], anchor: datetime) -> datetime | None:
+    """Where an English interval rule starts: its first matching date at or after `anchor`, so that
+    "every 2 weeks on Monday" said on a Sunday fires tomorrow, not a week later."""
+    if all(r.interval == 1 for r in rules):
+        return None
+    return _first([replace(r, interval=1) for r in rules], anchor, anchor)
 
 
 def _first(rules: list[Rule], anchor: datetime, grid: datetime) -> datetime | None:

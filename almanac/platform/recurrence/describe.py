@@ -47,6 +47,16 @@ def _instant_text(when: datetime, zone: ZoneInfo) -> str:
 
 
 def describe_rule(rule: Rule, plan: Plan) -> str:
+    return _describe_rule(rule, plan) + _phase(rule, plan)
+
+
+def _phase(rule: Rule, plan: Plan) -> str:
+    """Where an INTERVAL counts from, so that the text read back from any start gives the same
+    dates: "every 2 weeks on Monday, starting November 30, 2026 at 9:00 AM"."""
+    return f", starting {datetime_text(plan.anchor)}" if rule.interval > 1 else ""
+
+
+def _describe_rule(rule: Rule, plan: Plan) -> str:
     ranged = _as_range(rule, plan)
     if ranged is not None:
         return ranged + _ends(rule)

@@ -39,6 +39,10 @@ class TextRule:
     once: datetime | None = None
     rdates: list[datetime] = field(default_factory=list)
     exdates: list[datetime] = field(default_factory=list)
+    start: datetime | None = None  # ", starting <date> at <time>": where an INTERVAL counts from
+
+
+_STARTING = re.compile(rf", starting ((?:{MONTH}) \d{{1,2}}, \d{{4}} at (?:{TIME_RE}))$")
 
 
 class Phrase:
@@ -101,6 +105,10 @@ def _read_chunk(phrase: Phrase, chunk: str, at: int, first: bool, out: TextRule)
         if not chunk.startswith("and "):
             raise phrase.refuse(f"Cannot understand {chunk[:30]!r}.", at, at + len(chunk))
         chunk, at = chunk[4:], at + 4
+    starting = _STARTING.search(chunk)
+    if starting:
+        out.start = _dates(phrase, starting.group(1), at + starting.start(1))[0]
+        chunk = chunk[:starting.start()]
     try:
         rules, align = read_rules(chunk)
     except Refusal as refusal:

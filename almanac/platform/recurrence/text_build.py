@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .model import Rule
+from .model import Rule, freq_rank
 from .parse_rrule import parse_rule
 
 
@@ -45,7 +45,33 @@ def finish(d: Draft, chunk: str) -> tuple[list[Rule], dict[str, int]]:
     unit = {"MINUTELY": ("minute", 60), "HOURLY": ("hour", 24)}.get(base.freq)
     if unit and 1 < base.interval and unit[1] % base.interval == 0 and not d.times:
         align[unit[0]] = base.interval
-    return [_checked(r) for r in with_times(base, d.times)], align
+    elif base.freq in ("HOURLY", "MINUTELY", "SECONDLY") and 1 < base.interval:
+        align["day"] = 1  # "every 1.5 hours", "every 7 hours": counted from midnight, not the typing
+    return [_checked(with_defaults(r)) for r in with_times(base, d.times)], align
+
+
+def with_defaults(rule: Rule) -> Rule:
+    """What English leaves unsaid, fixed rather than taken from the moment it was typed: no time of
+    day is 00:00 (a sub-daily rule starts on the hour or minute), no day of the month is the 1st,
+    a week with no weekday is Monday, a year with no date is January 1st."""
+    rank = freq_rank(rule.freq)
+    out: dict[str, object] = {}
+    if rank <= freq_rank("DAILY") and not rule.byhour:
+        out["byhour"] = (0,)
+    if rank <= freq_rank("HOURLY") and not rule.byminute:
+        out["byminute"] = (0,)
+    if rank <= freq_rank("MINUTELY") and not rule.bysecond:
+        out["bysecond"] = (0,)
+    days_named = rule.byday or rule.bymonthday or rule.byyearday or rule.byweekno
+    if rule.freq == "WEEKLY" and not days_named:
+        out["byday"] = ((0, 0),)
+    if rule.freq == "MONTHLY" and not days_named:
+        out["bymonthday"] = (1,)
+    if rule.freq == "YEARLY" and not days_named:
+        out["bymonthday"] = (1,)
+        if not rule.bymonth:
+            out["bymonth"] = (1,)
+    return replace(rule, **out)  # type: ignore[arg-type]
 
 
 def _apply_per_period(d: Draft, chunk: str) -> None:

@@ -207,7 +207,12 @@ def _h_every(m: re.Match[str], d: Draft) -> None:
 
 
 def _h_adverb(m: re.Match[str], d: Draft) -> None:
-    d.freq, d.interval = _ADVERBS[m.group(0).strip()]
+    word = m.group(0).strip()
+    if word in ("quarterly", "every quarter"):  # the calendar's quarters, whenever it is typed
+        d.freq, d.interval = "YEARLY", 1
+        d.parts.setdefault("bymonth", (1, 4, 7, 10))
+        return
+    d.freq, d.interval = _ADVERBS[word]
 
 
 def _h_ambiguous(m: re.Match[str], d: Draft) -> None:

@@ -4,6 +4,7 @@ or refused with exactly the words not understood marked."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -45,10 +46,23 @@ def _oracle(expected: str, count: int) -> list[datetime]:
     for sign, name in (("-", "EXDATE"), ("&", "RDATE")):
         parts = expected.split(f" {sign} ") if not expected.startswith(sign) else [""] + expected[2:].split(f" {sign} ")
         lines += [f"{name}:{p.split()[0]}" for p in parts[1:]]
+    start = _interval_start(start, [line[6:] for line in lines if line.startswith("RRULE:")])
     text = "\n".join([f"DTSTART:{start}", *lines])
     found = rrulestr(text, forceset=True)
     wall = NOW.replace(tzinfo=None)
     return [d.replace(tzinfo=timezone.utc) for d in found.xafter(wall, count=count, inc=True)]
+
+
+def _interval_start(start: str, rules: list[str]) -> str:
+    """Where an English interval rule counts from: midnight for a sub-daily step, else the rules'
+    first matching date at or after the start (the same rules with INTERVAL=1)."""
+    if not any("INTERVAL=" in rule for rule in rules):
+        return start
+    if any(rule.startswith(("FREQ=HOURLY", "FREQ=MINUTELY", "FREQ=SECONDLY")) for rule in rules):
+        return start[:9] + "000000"
+    plain = "\n".join([f"DTSTART:{start}"] + ["RRULE:" + re.sub(r"INTERVAL=\d+;?", "", r).rstrip(";") for r in rules])
+    first = rrulestr(plain, forceset=True).after(datetime.strptime(start, "%Y%m%dT%H%M%S"), inc=True)
+    return first.strftime("%Y%m%dT%H%M%S")
 
 
 @pytest.mark.parametrize(("phrase", "expected"), CASES, ids=[p for p, _ in CASES])
