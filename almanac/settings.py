@@ -6,6 +6,7 @@ Nothing is built at import time: call `get_settings()` (or construct
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from functools import lru_cache
@@ -41,6 +42,11 @@ class Settings(BaseSettings):
     var_dir: Path = Field(
         default=Path("./var"),
         description="where the generated secret key, the SQLite tenant files and the compiled sandbox cache live")
+    trusted_proxies: str = Field(
+        default="",
+        description="comma-separated addresses or CIDR ranges of the reverse proxies in front of `almanac serve`; "
+                    "only a request from one of them may name its client (`X-Forwarded-For`, "
+                    "`X-Forwarded-Proto`), which the audit log and the sign-in throttle then use; empty: no one")
     secure_cookies: bool = Field(
         default=False, description="send the session cookie only over HTTPS (turn on behind a TLS proxy)")
     pool_size: int = Field(
@@ -116,6 +122,21 @@ class Settings(BaseSettings):
         if value not in {"debug", "info", "warning", "error", "critical"}:
             raise ValueError("log level must be debug, info, warning, error or critical")
         return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_addresses(cls, value: str) -> str:
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(f"ALMANAC_TRUSTED_PROXIES: {item!r} is not an IP address or CIDR range") from None
+        return value
+
+    def trusted_proxy_list(self) -> list[str]:
+        """The trusted proxies' addresses and ranges, as the proxy-headers middleware takes them."""
+        return [str(ipaddress.ip_network(part.strip(), strict=False))
+                for part in self.trusted_proxies.split(",") if part.strip()]
 
     @field_validator("secret_key")
     @classmethod
