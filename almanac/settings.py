@@ -163,7 +163,7 @@ class Settings(BaseSettings):
         keyfile = self.var_dir / "secret_key"
         if keyfile.exists():
             return keyfile.read_text().strip()
-        self.var_dir.mkdir(parents=True, exist_ok=True)
+        self.var_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         key = secrets.token_urlsafe(48)
         fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:
