@@ -89,8 +89,10 @@ def serve(
     app_ = create_app(settings, services=services, run_scheduler=not no_scheduler)
     from almanac import logs
 
+    # proxy_headers off: uvicorn would believe X-Forwarded-For from 127.0.0.1 (or FORWARDED_ALLOW_IPS);
+    # the app believes only ALMANAC_TRUSTED_PROXIES (almanac.web.app).
     uvicorn.run(app_, host=host or settings.host, port=port or settings.port, log_level=settings.log_level,
-                log_config=logs.uvicorn_log_config(settings.log_level))
+                log_config=logs.uvicorn_log_config(settings.log_level), proxy_headers=False)
 
 
 def _ensure_demo(db: Database) -> None:

@@ -15,6 +15,7 @@ the schema name before the transaction begins.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -173,8 +174,11 @@ class Database:
     def _build_engine(self, pool: str | None) -> Engine:
         kwargs: dict[str, Any] = {"future": True}
         if self.is_sqlite:
-            self.settings.sqlite_dir().mkdir(parents=True, exist_ok=True)
-            self.tenant_dir().mkdir(parents=True, exist_ok=True)
+            _private_dir(self.settings.sqlite_dir())
+            _private_dir(self.tenant_dir())
+            main = self.url.split("///", 1)[1] if "///" in self.url else ""
+            if main and main != ":memory:":
+                _private_file(Path(main))
             kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
             if pool == "null":
                 kwargs["poolclass"] = NullPool
@@ -372,8 +376,23 @@ def _attach(conn: Any, schema: str, path: Path) -> None:
         for name in sorted(attached):
             dbapi.execute(f'DETACH DATABASE "{name}"')
         attached.clear()
+    _private_file(path)
     # `schema` comes from schema_for(): validated, only [a-z0-9_]; the path is a bound parameter.
     dbapi.execute(f'ATTACH DATABASE ? AS "{schema}"', (str(path),))
     dbapi.execute(f'PRAGMA "{schema}".journal_mode=WAL')
     dbapi.execute(f'PRAGMA "{schema}".synchronous=NORMAL')
     attached.add(schema)
+
+
+def _private_dir(path: Path) -> None:
+    """A folder of database files, made 0700 when it is made here (an operator's own folder is left as it is)."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+
+def _private_file(path: Path) -> None:
+    """Create a missing SQLite file empty and 0600 before SQLite opens it: SQLite would make it 0644
+    (under the usual umask) and gives its -wal and -shm files the database file's own mode."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass

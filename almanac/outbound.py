@@ -89,7 +89,7 @@ class RunOutbound:
         self._fetcher.deadline = min(self.deadline + DEADLINE_SLACK_S, deadline)
         started = time.monotonic()
         try:
-            return self._fetcher.fetch(egress_fetch.request_of(url, method, headers, body))
+            return self._fetcher.call(url, method, headers, body)
         finally:
             self.outbound.metrics.duration.observe(time.monotonic() - started)
 

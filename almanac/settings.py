@@ -6,6 +6,7 @@ Nothing is built at import time: call `get_settings()` (or construct
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from functools import lru_cache
@@ -45,6 +46,11 @@ class Settings(BaseSettings):
         default=Path("./site"),
         description="the built user guide (`make docs` writes it), served at `/guide`; while it is missing, `/guide` "
                     "says how to build it and links the API reference at `/docs`")
+    trusted_proxies: str = Field(
+        default="",
+        description="comma-separated addresses or CIDR ranges of the reverse proxies in front of `almanac serve`; "
+                    "only a request from one of them may name its client (`X-Forwarded-For`, "
+                    "`X-Forwarded-Proto`), which the audit log and the sign-in throttle then use; empty: no one")
     secure_cookies: bool = Field(
         default=False, description="send the session cookie only over HTTPS (turn on behind a TLS proxy)")
     pool_size: int = Field(
@@ -121,6 +127,21 @@ class Settings(BaseSettings):
             raise ValueError("log level must be debug, info, warning, error or critical")
         return value
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_are_addresses(cls, value: str) -> str:
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            try:
+                ipaddress.ip_network(item, strict=False)
+            except ValueError:
+                raise ValueError(f"ALMANAC_TRUSTED_PROXIES: {item!r} is not an IP address or CIDR range") from None
+        return value
+
+    def trusted_proxy_list(self) -> list[str]:
+        """The trusted proxies' addresses and ranges, as the proxy-headers middleware takes them."""
+        return [str(ipaddress.ip_network(part.strip(), strict=False))
+                for part in self.trusted_proxies.split(",") if part.strip()]
+
     @field_validator("secret_key")
     @classmethod
     def _no_placeholder(cls, value: str | None) -> str | None:
@@ -146,7 +167,7 @@ class Settings(BaseSettings):
         keyfile = self.var_dir / "secret_key"
         if keyfile.exists():
             return keyfile.read_text().strip()
-        self.var_dir.mkdir(parents=True, exist_ok=True)
+        self.var_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         key = secrets.token_urlsafe(48)
         fd = os.open(keyfile, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as handle:

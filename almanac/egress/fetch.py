@@ -7,20 +7,24 @@ goes to those addresses only (`transport.PinnedBackend`), with TLS verified agai
 CA store. Limits: `MAX_REQUESTS` a run, `BODY_MAX` request and response bodies (a larger answer
 is refused, never cut), `MAX_REDIRECTS`, and the run's own deadline for everything, connecting
 included. No cookie is kept; an `Authorization` header is dropped when a redirect leaves the origin.
+A URL goes out as a browser sends it (`wire_url`): the host name IDNA-encoded, non-ASCII in the
+path and query percent-encoded as UTF-8; a header value outside ASCII is refused by name.
 
 A refusal or a network failure raises `FetchError` (the script's promise rejects with its
 message); every call, refused or not, adds one record (method, url, status, bytes, duration_ms,
-error) to `records` and one count by outcome to the metrics.
+error) to `records` and one count by outcome to the metrics; `Fetcher.call` records a call whose
+arguments are refused too.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 
 import httpcore
 
@@ -38,6 +42,7 @@ USER_AGENT = "Almanac-Fetch/1"
 _OURS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive", "upgrade", "te",
          "trailer", "proxy-authorization", "accept-encoding", "cookie"}
 OUTCOMES = ("ok", "http_error", "refused", "too_large", "timeout", "network_error")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 class FetchError(Exception):
@@ -74,6 +79,9 @@ def request_of(url: Any, method: Any, headers: Any, body: Any) -> Request:
         if not name or len(name) + len(value) > HEADER_MAX or any(c in name + value for c in "\r\n\0") \
                 or not name.isascii() or any(c in name for c in " :\t"):
             raise FetchError(f"fetch: the header {pair[0][:100]!r} cannot be sent", "refused")
+        if not value.isascii():  # as the web's fetch refuses what is not a byte string, but for UTF-8 too
+            raise FetchError(f"fetch: the header {pair[0][:100]!r} has a value outside ASCII; encode it first "
+                             "(encodeURIComponent, or base64)", "refused")
         if name not in _OURS:
             checked.append((name, value))
     if body is not None and not isinstance(body, str):
@@ -81,7 +89,33 @@ def request_of(url: Any, method: Any, headers: Any, body: Any) -> Request:
     data = None if body is None else body.encode("utf-8", "replace")
     if data is not None and len(data) > BODY_MAX:
         raise FetchError(f"fetch: the request body is {len(data)} bytes, over the {BODY_MAX}-byte limit", "refused")
-    return Request(url, method.upper(), tuple(checked), data)
+    return Request(wire_url(url), method.upper(), tuple(checked), data)
+
+
+def wire_url(url: str) -> str:
+    """The URL as a browser sends it: an IDNA host, and non-ASCII in the path, query and fragment
+    percent-encoded as UTF-8 (escapes already there are kept); FetchError("refused") for a host
+    name with no IDNA form."""
+    if url.isascii():
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        raise FetchError(f"fetch {url[:200]}: the URL cannot be read", "refused") from None
+    netloc = parts.netloc
+    if not netloc.isascii():
+        userinfo, at, hostport = netloc.rpartition("@")
+        host, colon, port = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+        try:
+            host = allowlist.normal_host(host)
+        except (ValueError, UnicodeError):
+            raise FetchError(f"fetch {url[:200]}: the host name cannot be read", "refused") from None
+        netloc = _escaped(userinfo) + at + host + colon + port
+    return urlunsplit((parts.scheme, netloc, _escaped(parts.path), _escaped(parts.query), _escaped(parts.fragment)))
+
+
+def _escaped(text: str) -> str:
+    return _NON_ASCII.sub(lambda m: quote(m.group(), safe=""), text)
 
 
 @dataclass
@@ -117,6 +151,20 @@ class Fetcher:
         self.observe("ok" if answer["status"] < 400 else "http_error")
         return answer
 
+    def call(self, url: Any, method: Any, headers: Any, body: Any) -> dict[str, Any]:
+        """The script's own arguments: checked (`request_of`) and sent; a refusal is recorded like any call."""
+        try:
+            request = request_of(url, method, headers, body)
+        except FetchError as exc:
+            if len(self.records) < MAX_REQUESTS:
+                shown = url[:netguard.URL_MAX] if isinstance(url, str) else ""
+                record = {"method": str(method or "GET").upper()[:16], "url": shown, "status": None, "bytes": 0,
+                          "duration_ms": 0}
+                self.records.append(record)
+                self._note(record, time.monotonic(), exc)
+            raise
+        return self.fetch(request)
+
     def _note(self, record: dict[str, Any], started: float, exc: FetchError) -> None:
         record["error"], record["duration_ms"] = str(exc)[:500], _ms(started)
         self.observe(exc.outcome)
@@ -138,7 +186,8 @@ class Fetcher:
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise FetchError(f"fetch {request.url}: the run's time is up", "timeout")
-        headers = [("user-agent", USER_AGENT), ("accept-encoding", "identity"), *request.headers]
+        headers = [("host", _host_header(scheme, host, port)), ("user-agent", USER_AGENT),
+                   ("accept-encoding", "identity"), *request.headers]
         try:
             with httpcore.ConnectionPool(ssl_context=self.ssl_context or _default_ssl(),
                                          network_backend=PinnedBackend(pinned, self.deadline),
@@ -184,8 +233,18 @@ def _read_capped(response: httpcore.Response, url: str) -> bytes:
     return b"".join(chunks)
 
 
+def _host_header(scheme: str, host: str, port: int) -> str:
+    """`Host` as RFC 9110 writes it: an IPv6 literal in brackets, the port only when not the scheme's."""
+    shown = f"[{host}]" if ":" in host else host
+    return shown if port == (443 if scheme == "https" else 80) else f"{shown}:{port}"
+
+
 def _redirected(request: Request, status: int, location: str) -> Request:
-    url = urljoin(request.url, location)
+    try:  # headers arrive as latin-1 text; a Location in UTF-8 (as browsers read it) is taken back to it
+        location = location.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        pass
+    url = wire_url(urljoin(request.url, location))
     same_origin = urlsplit(url)[:2] == urlsplit(request.url)[:2]
     headers = tuple((k, v) for k, v in request.headers if same_origin or k != "authorization")
     if status == 303 or status in (301, 302) and request.method == "POST":

@@ -11,10 +11,11 @@ Two checks, both needed:
 
 An address is forbidden unless it is globally routable unicast: loopback,
 private ranges, link-local (cloud metadata 169.254.169.254 included), CGNAT
-100.64/10, unique-local fc00::/7, multicast, reserved, unspecified (0.0.0.0,
-::), and IPv6 forms that carry an IPv4 address inside (mapped ::ffff:a.b.c.d,
-compatible ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16, Teredo) are judged
-by that inner address. The operator may lift the guard with
+100.64/10, Azure's wire server 168.63.129.16, unique-local fc00::/7, local-use
+NAT64 64:ff9b:1::/48, multicast, reserved, unspecified (0.0.0.0, ::), and IPv6
+forms that carry an IPv4 address inside (mapped ::ffff:a.b.c.d, translated
+::ffff:0:a.b.c.d, compatible ::a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16,
+Teredo) are judged by that inner address. The operator may lift the guard with
 `ALMANAC_ALLOW_PRIVATE_TARGETS=1` (tests with loopback receivers do).
 """
 
@@ -39,8 +40,13 @@ _EXTRA_FORBIDDEN = [ipaddress.ip_network(n) for n in (
     "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
     "::/128", "::1/128", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8", "2001:db8::/32",
     "100::/64",
+    # Azure's wire server and metadata endpoint: a public address every Azure VM reaches internally.
+    "168.63.129.16/32",
+    # Local-use NAT64 (RFC 8215): by definition a translator inside the operator's own network.
+    "64:ff9b:1::/48",
 )]
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_V4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT's IPv4-translated form, ::ffff:0:a.b.c.d
 _V4_COMPAT = ipaddress.ip_network("::/96")
 
 
@@ -65,7 +71,7 @@ def _inner_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
         return ip.sixtofour
     if ip.teredo is not None:
         return ip.teredo[1]  # the client's address
-    if ip in _NAT64 or (ip in _V4_COMPAT and int(ip) > 1):
+    if ip in _NAT64 or ip in _V4_TRANSLATED or (ip in _V4_COMPAT and int(ip) > 1):
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
 

@@ -218,8 +218,15 @@ def delete_schedule(s: Session, schedule_id: int) -> None:
     s.delete(sch)
 
 
+PAUSED_TRIGGER = "The schedule is paused, so nothing of it runs; resume it first, or run its script from the script's page."
+
+
 def trigger_schedule(s: Session, schedule_id: int, now: datetime) -> Schedule:
+    """Plan one run now. Refused (Conflict) while paused: the claim drops a paused schedule's
+    occurrences, so an accepted trigger would never run (docs/decisions/0141-paused-trigger.md)."""
     sch = get_schedule(s, schedule_id)
+    if not sch.enabled:
+        raise Conflict(PAUSED_TRIGGER)
     planning.trigger_now(s, sch, now)
     return sch
 

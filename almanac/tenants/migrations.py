@@ -184,7 +184,9 @@ def _copy_sqlite_template(db: Database, slug: str) -> bool:
     if path.exists():
         return False
     staged = path.with_name(f".{slug}.{os.getpid()}.{threading.get_ident()}.new")  # this thread's own
-    staged.write_bytes(_sqlite_template(db))
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # a tenant's data: the server user's alone
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(_sqlite_template(db))
     try:
         os.link(staged, path)
     except OSError:  # there already (another process made it), or a file system without links

@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from almanac import __version__
 from almanac.settings import Settings, get_settings
@@ -76,4 +77,9 @@ def create_app(
     if hasattr(views, "setup"):
         views.setup(app, services)
     openapi.install(app)  # error statuses and the bearer scheme, with each operation's summary and description
+    if settings.trusted_proxies:
+        # Added last, so it runs first: everything after it (the audit log, the sign-in throttle) sees
+        # the client a named proxy vouched for. Here rather than in uvicorn, so that the app behaves
+        # the same under any server; `almanac serve` turns uvicorn's own handling off.
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.trusted_proxy_list())
     return app

@@ -80,7 +80,8 @@ TEXT: dict[tuple[str, str], tuple[str, str]] = {
     ("post", "/api/v1/schedules/{schedule_id}/pause"): ("Pause a schedule", "No occurrence runs until resumed."),
     ("post", "/api/v1/schedules/{schedule_id}/resume"): ("Resume a schedule", "Plans the next occurrence again."),
     ("post", "/api/v1/schedules/{schedule_id}/trigger"): ("Run a schedule now", "Queues one run now, besides "
-                                                          "its planned occurrences."),
+                                                          "its planned occurrences; 409 `conflict` while the "
+                                                          "schedule is paused (resume it first)."),
     ("get", "/api/v1/schedules/{schedule_id}/next"): ("Next occurrences", "The next `count` times it will run."),
     ("get", "/api/v1/scripts"): ("List scripts", "Every script with its current version and limits."),
     ("post", "/api/v1/scripts"): ("Create a script", "Answers 201 with id and version 1; a syntax error, or "

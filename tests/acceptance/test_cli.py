@@ -173,3 +173,22 @@ def test_retention_and_prune_from_the_command_line(one_tenant_env: dict[str, str
     assert pruned.returncode == 0, pruned.stderr
     assert pruned.stdout == "acme\truns 0\toccurrences 0\tevents 0\tdeliveries 0\n"
     assert almanac("tenant", "retention", "acme", "--default", env=env).stdout == "acme\tretention 30 days\n"
+
+
+def test_serve_believes_no_forwarded_address_unless_its_proxy_is_named(env: dict[str, str]) -> None:
+    """uvicorn alone trusts X-Forwarded-For from 127.0.0.1: anyone on the machine could forge the
+    audit log's address and dodge the sign-in throttle's per-address count."""
+    assert almanac("migrate", env=env).returncode == 0
+    assert almanac("tenant", "create", "acme", "--admin-email", "a@acme.test", env=env).returncode == 0
+    token = almanac("token", "create", "--tenant", "acme", "--name", "ci", "--role", "admin",
+                    env=env).stdout.strip().splitlines()[-1]
+    for trusted, expected in (("", "127.0.0.1"), ("127.0.0.1", "203.0.113.9")):
+        server = Server({**env, "ALMANAC_TRUSTED_PROXIES": trusted}, "--no-scheduler").wait_ready()
+        try:
+            with server.client(token) as client:
+                put = client.put("/api/v1/kv/k", json={"value": 1}, headers={"X-Forwarded-For": "203.0.113.9"})
+                assert put.status_code in (200, 201), put.text
+                (entry,) = client.get("/api/v1/audit", params={"limit": 1}).json()["items"]
+        finally:
+            server.stop()
+        assert entry["address"] == expected, trusted

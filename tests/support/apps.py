@@ -15,13 +15,13 @@ from almanac.web.app import create_app
 from almanac.web.token_cache import TokenCache
 
 # Keyed by what create_app builds into the app itself rather than into app.state: the cookie's
-# `secure` flag (the session middleware's https_only).
-_apps: dict[bool, Any] = {}
+# `secure` flag (the session middleware's https_only) and the trusted proxies (a middleware).
+_apps: dict[tuple[bool, str], Any] = {}
 
 
 def app_for(services: Any) -> Any:
     settings = services.settings
-    key = bool(settings.secure_cookies)
+    key = (bool(settings.secure_cookies), settings.trusted_proxies)
     app = _apps.get(key)
     if app is None:
         app = _apps[key] = create_app(settings, services=services)

@@ -1,6 +1,6 @@
 """Real local HTTP(S) servers for the fetch tests: answering, slow, hanging, huge, redirecting, failing.
 
-`LocalServer(tls=None)` serves on 127.0.0.1 at a free port; `TestCA` makes a CA and a server
+`LocalServer(tls=None, host="127.0.0.1")` serves on that address (`"::1"` for IPv6) at a free port; `TestCA` makes a CA and a server
 certificate with `cryptography`, so HTTPS is verified against a CA only the test trusts.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import json
+import socket
 import ssl
 import threading
 import time
@@ -60,7 +61,7 @@ class LocalServer:
     """Paths: /json, /status/N, /slow (0.3 s), /hang (until close), /huge/N (N bytes), /echo (the request),
     /redirect?to=URL&code=N, /loop (redirects to itself for ever)."""
 
-    def __init__(self, tls: TestCA | None = None) -> None:
+    def __init__(self, tls: TestCA | None = None, host: str = "127.0.0.1") -> None:
         self.release = threading.Event()
         self.seen: list[dict[str, Any]] = []
         self.routes: dict[str, tuple[int, Any]] = {}  # path -> (status, JSON body): a test's own answers
@@ -113,7 +114,9 @@ class LocalServer:
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _handle
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server_class = _IPv6Server if ":" in host else ThreadingHTTPServer
+        self.httpd = server_class((host, 0), Handler)
+        self.host = host
         self.httpd.daemon_threads = True
         if tls is not None:
             self.httpd.socket = tls.server_context().wrap_socket(self.httpd.socket, server_side=True)
@@ -122,10 +125,15 @@ class LocalServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
-    def url(self, path: str, host: str = "127.0.0.1") -> str:
+    def url(self, path: str, host: str | None = None) -> str:
+        host = host or (f"[{self.host}]" if ":" in self.host else self.host)
         return f"{self.scheme}://{host}:{self.port}{path}"
 
     def close(self) -> None:
         self.release.set()
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class _IPv6Server(ThreadingHTTPServer):
+    address_family = socket.AF_INET6

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from fastapi import Request
 from fastapi.responses import Response
 
-from almanac.errors import ValidationError
+from almanac.errors import Conflict, ValidationError
 from almanac.platform import service
 from almanac.platform.models import RUN_STATUSES
 from almanac.web.api.schemas_scheduler import run_out
@@ -109,16 +109,20 @@ def run_page(request: Request, run_id: int, principal: PagePrincipal, services: 
 def run_again(request: Request, run_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
     """A schedule's run: trigger the schedule now. A job's: run its script now with the job's payload."""
     now = services.clock.now()
-    with tenant_db(services, principal) as session:
-        row = service.get_run(session, run_id)
-        ctx = run_detail.run_context(session, row)
-        if ctx.schedule is not None:
-            service.trigger_schedule(session, ctx.schedule.id, now)
-            audit(session, "schedule.trigger", f"schedule {ctx.schedule.id}", {"again_of_run": run_id},
-                  request=request)
-        elif ctx.job is not None and row.script_id is not None:
-            audit(session, "script.run", f"script {row.script_id}", {"job": ctx.job.key, "again_of_run": run_id},
-                  request=request)
+    try:
+        with tenant_db(services, principal) as session:
+            row = service.get_run(session, run_id)
+            ctx = run_detail.run_context(session, row)
+            if ctx.schedule is not None:
+                service.trigger_schedule(session, ctx.schedule.id, now)
+                audit(session, "schedule.trigger", f"schedule {ctx.schedule.id}", {"again_of_run": run_id},
+                      request=request)
+            elif ctx.job is not None and row.script_id is not None:
+                audit(session, "script.run", f"script {row.script_id}",
+                      {"job": ctx.job.key, "again_of_run": run_id}, request=request)
+    except Conflict as paused:  # the schedule was paused after the page was shown
+        flash(request, paused.message, "bad")
+        return redirect(f"/runs/{run_id}")
     if ctx.schedule is not None:
         services.wake(principal.tenant_slug)
         flash(request, f"Triggered “{ctx.schedule.name}”: a run starts now.")

@@ -15,7 +15,7 @@ from fastapi import Request
 from fastapi.responses import Response
 from pydantic import ValidationError as PydanticError
 
-from almanac.errors import AlmanacError, Forbidden
+from almanac.errors import AlmanacError, Conflict, Forbidden
 from almanac.platform import recurrence, service, trial
 from almanac.platform.models import Schedule
 from almanac.tenants.auth import Principal
@@ -317,8 +317,12 @@ async def bulk(request: Request, principal: PagePrincipal, services: ServicesDep
 
 @router.post("/schedules/{schedule_id}/trigger")
 def trigger(request: Request, schedule_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
-    return _act(request, principal, services, schedule_id, lambda s: service.trigger_schedule(
-        s, schedule_id, services.clock.now()), "Triggered: a run starts now; see it under Recent runs.")
+    try:
+        return _act(request, principal, services, schedule_id, lambda s: service.trigger_schedule(
+            s, schedule_id, services.clock.now()), "Triggered: a run starts now; see it under Recent runs.")
+    except Conflict as paused:  # a page left open from before the pause: say so where it was asked
+        flash(request, paused.message, "bad")
+        return redirect(f"/schedules/{schedule_id}")
 
 
 @router.get("/schedules/{schedule_id}/delete")

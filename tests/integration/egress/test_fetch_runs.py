@@ -180,3 +180,23 @@ def test_the_own_api_reminder_starter_calls_the_api_with_the_bearer_secret(api, 
     assert posted["method"] == "POST" and '"message": "Trial ends soon"' in posted["body"].replace('":"', '": "')
     assert {k.lower(): v for k, v in posted["headers"].items()}["authorization"] == "Bearer key-from-the-vault"
     assert [r["status"] for r in done["http"]] == [200, 201]
+
+
+def test_non_ascii_urls_go_out_encoded_and_a_refused_header_is_recorded_with_its_error(api, server):
+    admin = api()
+    admin.put("/api/v1/egress", json={"hosts": [f"127.0.0.1:{server.port}"]})
+    script = make_script(admin, f"""export default async () => {{
+      const out = [];
+      for (const [url, init] of [['{server.url('/döcs?q=zoë')}', {{}}],
+                                 ['{server.url('/json')}', {{headers: {{'X-Name': 'Zoë'}}}}]]) {{
+        try {{ out.push((await fetch(url, init)).status) }} catch (e) {{ out.push(e.message) }}
+      }}
+      return out;
+    }}""")
+    done = run(admin, script)
+    assert done["status"] == "succeeded", done
+    status, refusal = done["output"]
+    assert status == 404 and "X-Name" in refusal and "ASCII" in refusal
+    encoded, refused = done["http"]
+    assert encoded["url"] == server.url("/d%C3%B6cs?q=zo%C3%AB") and encoded["status"] == 404
+    assert refused["url"] == server.url("/json") and refused["status"] is None and refused["error"] == refusal

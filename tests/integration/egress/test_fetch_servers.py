@@ -164,3 +164,57 @@ def test_hosts_off_the_allowlist_and_bad_input_are_refused_before_any_connection
         with pytest.raises(FetchError, match=message):
             request_of(*args)
     assert server.seen == [] or all(s["path"] != "/never" for s in server.seen)
+
+
+def test_a_non_ascii_path_and_query_are_sent_percent_encoded_as_browsers_do(server):
+    f = fetcher(f"127.0.0.1:{server.port}")
+    answer = get(f, server.url("/döcs/ü?q=zoë&x=%C3%A9#frag"))
+    assert answer["status"] == 404  # an answer, not an error in the host
+    assert server.seen[-1]["path"] == "/d%C3%B6cs/%C3%BC?q=zo%C3%AB&x=%C3%A9"  # escapes already there stay as they are
+    assert f.records[-1]["url"] == server.url("/d%C3%B6cs/%C3%BC?q=zo%C3%AB&x=%C3%A9#frag")
+    assert f.records[-1]["status"] == 404 and "error" not in f.records[-1]
+
+
+def test_a_non_ascii_host_name_is_sent_in_its_idna_form(server):
+    def resolver(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"] if host == "xn--bcher-kva.test" else []
+
+    f = fetcher(f"bücher.test:{server.port}", resolver=resolver)
+    assert get(f, f"http://Bücher.test:{server.port}/json")["status"] == 200
+    assert _host(server) == f"xn--bcher-kva.test:{server.port}"
+    with pytest.raises(FetchError, match="cannot be read") as bad:
+        get(f, f"http://ü{'x' * 70}.test:{server.port}/")  # a label over 63 characters has no IDNA form
+    assert bad.value.outcome == "refused"
+
+
+def test_a_header_value_outside_ascii_is_refused_by_name():
+    with pytest.raises(FetchError, match=r"header 'X-Name'.*ASCII") as refused:
+        request_of("https://api.example.com/", None, [["X-Name", "Zoë"]], None)
+    assert refused.value.outcome == "refused"
+
+
+def test_every_call_is_recorded_even_when_its_arguments_are_refused(server):
+    f = fetcher(f"127.0.0.1:{server.port}")
+    with pytest.raises(FetchError, match="ASCII"):
+        f.call(server.url("/json"), "POST", [["X-Name", "Zoë"]], None)
+    assert f.call(server.url("/json"), None, {"x-name": "Zoe"}, None)["status"] == 200
+    refused, answered = f.records
+    assert refused["method"] == "POST" and refused["status"] is None and "ASCII" in refused["error"]
+    assert answered["status"] == 200 and "error" not in answered
+
+
+@pytest.fixture(scope="module")
+def server6():
+    s = LocalServer(host="::1")
+    yield s
+    s.close()
+
+
+def test_an_ipv6_literal_is_bracketed_in_the_host_header(server6):
+    f = fetcher(f"[::1]:{server6.port}")
+    assert get(f, server6.url("/echo"))["status"] == 200
+    assert _host(server6) == f"[::1]:{server6.port}"
+
+
+def _host(server: LocalServer) -> str:
+    return next(v for k, v in server.seen[-1]["headers"].items() if k.lower() == "host")

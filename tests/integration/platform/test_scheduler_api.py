@@ -182,3 +182,20 @@ def test_pause_after_failures_is_set_shown_and_checked(api: Any) -> None:
     assert patched.status_code == 200 and patched.json()["pause_after_failures"] is None
     bad = admin.post("/api/v1/schedules", json={**body, "pause_after_failures": 0})
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "validation_error"
+
+
+def test_triggering_a_paused_schedule_is_refused_and_plans_nothing(api: Any, services: Any) -> None:
+    """Paused means nothing runs: a trigger that answered 202 and never ran misled its caller."""
+    editor = api("admin")
+    sid = _script(editor)
+    sch = editor.post("/api/v1/schedules", json={"name": "m", "script_id": sid, "rule": "every day at 9am"}).json()
+    editor.post(f"/api/v1/schedules/{sch['id']}/pause")
+    refused = editor.post(f"/api/v1/schedules/{sch['id']}/trigger")
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["error"]["code"] == "conflict" and "paused" in refused.json()["error"]["message"]
+    assert services.scheduler.tick(editor.tenant) == []
+    entries = editor.get("/api/v1/audit").json()["items"]
+    assert "schedule.trigger" not in [e["action"] for e in entries]  # nothing happened, nothing recorded
+    editor.post(f"/api/v1/schedules/{sch['id']}/resume")
+    assert editor.post(f"/api/v1/schedules/{sch['id']}/trigger").status_code == 202
+    assert [c.trigger for c in services.scheduler.tick(editor.tenant)] == ["trigger"]

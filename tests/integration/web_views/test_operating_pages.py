@@ -179,3 +179,13 @@ def test_bulk_with_another_tenants_id_changes_nothing(world, signed_in):
     assert refused.status_code == 404
     assert "paused</span>" not in world.get("/schedules").text
 
+
+
+def test_a_run_of_a_paused_schedule_is_not_run_again(world):
+    s = world.seeded
+    world.post(f"/schedules/{s.schedule_id}/pause")
+    page = world.get(f"/runs/{s.retry}").text
+    assert "Run again" not in page and "resume it to run it again" in page
+    refused = world.post(f"/runs/{s.retry}/again")  # a page left open from before the pause
+    assert refused.status_code == 303 and refused.headers["location"] == f"/runs/{s.retry}"
+    assert "is paused" in world.get(refused.headers["location"]).text

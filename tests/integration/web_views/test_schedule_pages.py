@@ -147,3 +147,14 @@ def test_dashboard_lists_upcoming_runs(admin):
     _schedule(admin, admin.script_id)
     home = admin.get("/").text
     assert "morning" in home and "Mon 2026-11-23 08:00:00 UTC" in home
+
+
+def test_a_paused_schedule_offers_no_trigger_and_refuses_one(admin):
+    url = _schedule(admin, admin.script_id).headers["location"]
+    admin.post(url + "/pause")
+    page = admin.get(url).text
+    assert "Trigger now" not in page and "Resume it to trigger a run" in page
+    refused = admin.post(url + "/trigger")  # a page left open from before the pause
+    assert refused.status_code == 303 and refused.headers["location"] == url
+    shown = admin.get(url).text
+    assert 'class="flash bad"' in shown and "is paused" in shown and "Triggered" not in shown

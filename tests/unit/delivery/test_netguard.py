@@ -76,3 +76,26 @@ def test_unresolvable_names_are_refused() -> None:
 def test_the_operator_switch_allows_private_targets() -> None:
     assert check_url("http://127.0.0.1:8080/x", allow_private=True)
     assert resolve_pinned("http://[::1]:81/", allow_private=True).addresses == ("::1",)
+
+
+# IPv6 forms that carry an internal IPv4 address, and cloud addresses outside the private ranges.
+EMBEDDED_OR_CLOUD = [
+    "::ffff:0:10.0.0.1", "::ffff:0:127.0.0.1", "::ffff:0:169.254.169.254",  # IPv4-translated (SIIT)
+    "64:ff9b:1::a00:1", "64:ff9b:1::808:808", "64:ff9b:1:ffff::1",  # local-use NAT64: inside the operator's network
+    "64:ff9b::10.0.0.1", "64:ff9b::127.0.0.1", "64:ff9b::168.63.129.16",  # well-known NAT64
+    "2002:a00:1::", "2002:c0a8:101::1", "2002:a83f:8110::",  # 6to4 around 10/8, 192.168/16 and Azure's
+    "168.63.129.16", "::ffff:168.63.129.16",  # Azure's wire server and metadata
+]
+
+
+@pytest.mark.parametrize("address", EMBEDDED_OR_CLOUD)
+def test_embedded_internal_and_cloud_addresses_are_forbidden(address: str) -> None:
+    assert is_forbidden(address)
+    with pytest.raises(ForbiddenTarget):
+        check_url(f"http://[{address}]/" if ":" in address else f"http://{address}/", allow_private=False)
+    check_url(f"http://[{address}]/" if ":" in address else f"http://{address}/", allow_private=True)
+
+
+@pytest.mark.parametrize("address", ["::ffff:0:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1"])
+def test_embedded_public_addresses_stay_allowed(address: str) -> None:
+    assert not is_forbidden(address)
