@@ -5,7 +5,11 @@ Composition, like `worker.py`: the platform knows nothing of HTTP or encryption,
 `SandboxRunner` asks `Outbound.for_run` for a `RunOutbound` per run and routes the sandbox's
 `fetch` and `secrets.get` calls to it; once the run ends, `finish` puts its fetch records on
 its result (`RunResult.http`) and redacts the result and those records (SPEC section 6: a
-secret's value never appears in a stored output, log, error or http record).
+secret's value never appears in a stored output, log, error or http record), and the payloads of
+the jobs the run planned and the events it emitted (what viewers read, and webhooks send). kv
+values are not redacted: kv is the tenant's own data, written on purpose, and a secret kept there
+is data like any other (see the user guide). Fetch errors are redacted as they are made, before
+they are cut to length (`egress.fetch.Fetcher.redact`).
 
 Redaction uses the tenant's secrets as of this run: read fresh when the run called
 `secrets.get`, else from a per-process copy at most `SECRETS_TTL_S` old (a run that never read
@@ -23,7 +27,7 @@ from almanac.db import Database
 from almanac.egress import fetch as egress_fetch
 from almanac.egress import store as egress_store
 from almanac.egress.metrics import get_fetch_metrics
-from almanac.sandbox.contract import RunResult
+from almanac.sandbox.contract import Effects, RunResult
 from almanac.settings import Settings
 from almanac.vault import keyring, store as vault_store
 from almanac.vault.redact import Redactor
@@ -83,13 +87,13 @@ class RunOutbound:
             metrics = self.outbound.metrics
             self._fetcher = egress_fetch.Fetcher(entries, self.deadline,
                                                  allow_private=self.outbound.settings.allow_private_targets,
-                                                 observe=metrics.observe)
+                                                 observe=metrics.observe, redact=self.redact)
         # The sandbox says when the run ends (its own clock, so that a fetch cut by it ends the run
         # `timed_out`); never much later than its timeout from when it was handed over.
         self._fetcher.deadline = min(self.deadline + DEADLINE_SLACK_S, deadline)
         started = time.monotonic()
         try:
-            return self._fetcher.fetch(egress_fetch.request_of(url, method, headers, body))
+            return self._fetcher.fetch(egress_fetch.request_of(url, method, headers, body, self.redact))
         finally:
             self.outbound.metrics.duration.observe(time.monotonic() - started)
 
@@ -100,13 +104,30 @@ class RunOutbound:
     def redactor(self) -> Redactor:
         return Redactor({**self._known, **(self._secrets or {})})
 
+    def redact(self, text: str) -> str:
+        """`text` with the secrets this run knows of replaced (those it read, and the tenant's as cached)."""
+        return self.redactor().text(text)
+
     def finish(self, result: RunResult) -> RunResult:
         """The run's result with its fetch records (`http`), and secret values redacted from its
-        output, error, logs and those records."""
+        output, error, logs, those records, and the jobs and events it leaves to apply."""
         redactor = self.redactor()
         http = tuple(redactor.value(self.records))
         if not redactor:
             return replace(result, http=http) if http else result
         return replace(result, http=http, output=redactor.value(result.output),
                        error=None if result.error is None else redactor.text(result.error),
-                       logs=tuple(redactor.text(line) for line in result.logs))
+                       logs=tuple(redactor.text(line) for line in result.logs),
+                       effects=redacted_effects(redactor, result.effects))
+
+
+def redacted_effects(redactor: Redactor, effects: Effects) -> Effects:
+    """Planned jobs' payloads and emitted events (topic and data) redacted; kv as written.
+
+    A job's key is not: it names the job (a later `schedule.at` with it replaces the job), and a
+    key changed here would plan a job the script never named."""
+    if not effects.events and not effects.jobs:
+        return effects
+    return Effects(kv=effects.kv,
+                   events=tuple((redactor.text(topic), redactor.json_text(data)) for topic, data in effects.events),
+                   jobs={key: (run_at, redactor.json_text(payload)) for key, (run_at, payload) in effects.jobs.items()})
