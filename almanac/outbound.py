@@ -33,6 +33,10 @@ from almanac.vault import keyring, store as vault_store
 from almanac.vault.redact import Redactor
 
 SECRETS_TTL_S = 10.0
+# Where the sandbox cuts what a script hands over, before the host sees it: its last log line before
+# this marker (at `Limits.log_bytes`), and an error's message at this many characters (bootstrap.js).
+TRUNCATED_LINE = "[truncated]"
+ERROR_MESSAGE_CUT = 65536
 DEADLINE_SLACK_S = 2.0  # the sandbox pool's own grace past a run's deadline
 
 
@@ -116,9 +120,21 @@ class RunOutbound:
         if not redactor:
             return replace(result, http=http) if http else result
         return replace(result, http=http, output=redactor.value(result.output),
-                       error=None if result.error is None else redactor.text(result.error),
-                       logs=tuple(redactor.text(line) for line in result.logs),
+                       error=None if result.error is None else redacted_error(redactor, result.error),
+                       logs=redacted_logs(redactor, result.logs),
                        effects=redacted_effects(redactor, result.effects))
+
+
+def redacted_logs(redactor: Redactor, logs: tuple[str, ...]) -> tuple[str, ...]:
+    """Log lines redacted; the line the sandbox cut at its log cap (the one before its `[truncated]`
+    line) may end in part of a value, which is replaced too."""
+    cut = len(logs) - 2 if logs and logs[-1] == TRUNCATED_LINE else -1
+    return tuple(redactor.cut_text(line) if i == cut else redactor.text(line) for i, line in enumerate(logs))
+
+
+def redacted_error(redactor: Redactor, error: str) -> str:
+    """The error redacted; one as long as the sandbox's cut of a message may end in part of a value."""
+    return redactor.cut_text(error) if len(error) >= ERROR_MESSAGE_CUT else redactor.text(error)
 
 
 def redacted_effects(redactor: Redactor, effects: Effects) -> Effects:

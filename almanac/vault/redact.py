@@ -106,6 +106,21 @@ class Redactor:
         parts.append(value[at:])
         return "".join(parts)
 
+    def cut_text(self, value: str) -> str:
+        """`text` of a text that was cut short before it could be redacted (the sandbox's own caps):
+        what is left of a value at its very end, the start of one of its forms, is replaced too."""
+        value = self.text(value)
+        start, name = len(value), ""
+        for form, owner in self._forms:
+            tail = value[max(len(value) - len(form) + 1, 0):]
+            at = tail.find(form[0])
+            while at != -1 and len(value) - len(tail) + at < start:
+                if form.startswith(tail[at:]):
+                    start, name = len(value) - len(tail) + at, owner
+                    break
+                at = tail.find(form[0], at + 1)
+        return value if not name else value[:start] + f"[secret {name}]"
+
     def _found(self, value: str) -> list[tuple[int, int, str]]:
         """(start, end, name) of every occurrence of every form (after one, the next is looked for
         past its end: a text of one repeated character stays linear work)."""

@@ -139,3 +139,25 @@ def test_a_secret_copied_into_a_planned_job_or_an_emitted_event_is_stored_redact
     assert json.loads(data) == {"k": "[secret AWKWARD]", "nested": {"list": ['"[secret AWKWARD]"']}}
     assert leaks(data, AWKWARD) == []
     assert admin.get("/api/v1/kv/mine").json()["value"] == {"k": AWKWARD}
+
+
+@pytest.mark.parametrize("where", ["log", "error"])
+def test_a_log_line_or_error_cut_by_the_sandbox_keeps_no_part_of_a_secret(api, where):
+    """The sandbox cuts logs at 64 KiB and an error message at 65,536 characters before the host can
+    redact them: what is left of a value at the cut is replaced too."""
+    admin = api()
+    admin.put("/api/v1/secrets/LONG", json={"value": LONG})
+    # The value, padding, and the value again, cut before its last character. (The value at the
+    # start makes room: once it is replaced, the cut line fits the platform's own 64 KiB cap.)
+    pad = 64 * 1024 - 2 * len(LONG)
+    act = "console.log(text)" if where == "log" else "throw new Error(text)"
+    script = make_script(admin, f"""export default async () => {{
+      const k = await almanac.secrets.get('LONG');
+      const text = k + ' ' + 'x'.repeat({pad}) + k;
+      {act};
+    }}""")
+    done = run(admin, script)
+    stored = admin.get(f"/api/v1/runs/{done['id']}").json()
+    shown = "\n".join(stored["logs"]) if where == "log" else stored["error"]
+    assert "x" * 100 in shown and _prefixes_left(shown, LONG) == [], shown[-80:]
+    assert "[secret LONG" in shown  # cut again to fit the 64 KiB cap, perhaps, but named

@@ -65,3 +65,11 @@ def test_stored_json_text_is_redacted_inside_its_strings_and_stays_json() -> Non
 def test_no_secrets_changes_nothing() -> None:
     redactor = Redactor({})
     assert not redactor and redactor.text("x") == "x" and redactor.json_text('{"a":1}') == '{"a":1}'
+
+
+def test_a_text_cut_short_loses_what_is_left_of_a_value_at_its_end() -> None:
+    redactor = Redactor({"KEY": "tok-123456"})
+    assert redactor.cut_text("sent tok-123456 then tok-12") == "sent [secret KEY] then [secret KEY]"
+    assert redactor.cut_text("ends in a quote: tok-1%22") == "ends in a quote: tok-1%22"  # not a form's start
+    assert redactor.cut_text("nothing to see") == "nothing to see"
+    assert redactor.text("then tok-12") == "then tok-12"  # a whole text is not cut: its end is its own
