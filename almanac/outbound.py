@@ -5,7 +5,11 @@ Composition, like `worker.py`: the platform knows nothing of HTTP or encryption,
 `SandboxRunner` asks `Outbound.for_run` for a `RunOutbound` per run and routes the sandbox's
 `fetch` and `secrets.get` calls to it; once the run ends, `finish` puts its fetch records on
 its result (`RunResult.http`) and redacts the result and those records (SPEC section 6: a
-secret's value never appears in a stored output, log, error or http record).
+secret's value never appears in a stored output, log, error or http record), and the payloads of
+the jobs the run planned and the events it emitted (what viewers read, and webhooks send). kv
+values are not redacted: kv is the tenant's own data, written on purpose, and a secret kept there
+is data like any other (see the user guide). Fetch errors are redacted as they are made, before
+they are cut to length (`egress.fetch.Fetcher.redact`).
 
 Redaction uses the tenant's secrets as of this run: read fresh when the run called
 `secrets.get`, else from a per-process copy at most `SECRETS_TTL_S` old (a run that never read
@@ -23,12 +27,16 @@ from almanac.db import Database
 from almanac.egress import fetch as egress_fetch
 from almanac.egress import store as egress_store
 from almanac.egress.metrics import get_fetch_metrics
-from almanac.sandbox.contract import RunResult
+from almanac.sandbox.contract import Effects, RunResult
 from almanac.settings import Settings
 from almanac.vault import keyring, store as vault_store
 from almanac.vault.redact import Redactor
 
 SECRETS_TTL_S = 10.0
+# Where the sandbox cuts what a script hands over, before the host sees it: its last log line before
+# this marker (at `Limits.log_bytes`), and an error's message at this many characters (bootstrap.js).
+TRUNCATED_LINE = "[truncated]"
+ERROR_MESSAGE_CUT = 65536
 DEADLINE_SLACK_S = 2.0  # the sandbox pool's own grace past a run's deadline
 
 
@@ -83,7 +91,7 @@ class RunOutbound:
             metrics = self.outbound.metrics
             self._fetcher = egress_fetch.Fetcher(entries, self.deadline,
                                                  allow_private=self.outbound.settings.allow_private_targets,
-                                                 observe=metrics.observe)
+                                                 observe=metrics.observe, redact=self.redact)
         # The sandbox says when the run ends (its own clock, so that a fetch cut by it ends the run
         # `timed_out`); never much later than its timeout from when it was handed over.
         self._fetcher.deadline = min(self.deadline + DEADLINE_SLACK_S, deadline)
@@ -100,13 +108,42 @@ class RunOutbound:
     def redactor(self) -> Redactor:
         return Redactor({**self._known, **(self._secrets or {})})
 
+    def redact(self, text: str) -> str:
+        """`text` with the secrets this run knows of replaced (those it read, and the tenant's as cached)."""
+        return self.redactor().text(text)
+
     def finish(self, result: RunResult) -> RunResult:
         """The run's result with its fetch records (`http`), and secret values redacted from its
-        output, error, logs and those records."""
+        output, error, logs, those records, and the jobs and events it leaves to apply."""
         redactor = self.redactor()
         http = tuple(redactor.value(self.records))
         if not redactor:
             return replace(result, http=http) if http else result
         return replace(result, http=http, output=redactor.value(result.output),
-                       error=None if result.error is None else redactor.text(result.error),
-                       logs=tuple(redactor.text(line) for line in result.logs))
+                       error=None if result.error is None else redacted_error(redactor, result.error),
+                       logs=redacted_logs(redactor, result.logs),
+                       effects=redacted_effects(redactor, result.effects))
+
+
+def redacted_logs(redactor: Redactor, logs: tuple[str, ...]) -> tuple[str, ...]:
+    """Log lines redacted; the line the sandbox cut at its log cap (the one before its `[truncated]`
+    line) may end in part of a value, which is replaced too."""
+    cut = len(logs) - 2 if logs and logs[-1] == TRUNCATED_LINE else -1
+    return tuple(redactor.cut_text(line) if i == cut else redactor.text(line) for i, line in enumerate(logs))
+
+
+def redacted_error(redactor: Redactor, error: str) -> str:
+    """The error redacted; one as long as the sandbox's cut of a message may end in part of a value."""
+    return redactor.cut_text(error) if len(error) >= ERROR_MESSAGE_CUT else redactor.text(error)
+
+
+def redacted_effects(redactor: Redactor, effects: Effects) -> Effects:
+    """Planned jobs' payloads and emitted events (topic and data) redacted; kv as written.
+
+    A job's key is not: it names the job (a later `schedule.at` with it replaces the job), and a
+    key changed here would plan a job the script never named."""
+    if not effects.events and not effects.jobs:
+        return effects
+    return Effects(kv=effects.kv,
+                   events=tuple((redactor.text(topic), redactor.json_text(data)) for topic, data in effects.events),
+                   jobs={key: (run_at, redactor.json_text(payload)) for key, (run_at, payload) in effects.jobs.items()})

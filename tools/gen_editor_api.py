@@ -30,16 +30,21 @@ CAPABILITY_TEXT: dict[str, tuple[str, str, str]] = {
                        "Keys are the tenant's own; values are JSON."),
     "almanac.kv.set": ("(key, value) → Promise<void>", "Stores a JSON value under a key.",
                        "A value at most 64 KiB; the tenant's kv quota (100 MiB, 100,000 keys by default) "
-                       "rejects with quota_exceeded."),
+                       "rejects with quota_exceeded. Kept as written: a secret's value stored here is not "
+                       "redacted, and every editor and viewer can read it."),
     "almanac.kv.delete": ("(key) → Promise<void>", "Removes a key.", ""),
     "almanac.kv.list": ("(prefix) → Promise<string[]>", "The keys that start with a prefix.", ""),
     "almanac.emit": ("(topic, data) → Promise<void>", "An event for delivery to the tenant's webhooks and "
-                     "e-mail targets, sent after the run commits.", "data is JSON."),
+                     "e-mail targets, sent after the run commits.",
+                     "data is JSON; a secret's value in the topic or data is stored and sent as [secret NAME]."),
     "almanac.schedule.at": ("(when, payload, {key}) → Promise<{key, run_at}>",
                             "Upserts a one-off job of the same script: the check-again-later pattern.",
-                            "when carries an offset or Z; a chain from one root job holds at most 100 jobs."),
+                            "when carries an offset or Z; a chain from one root job holds at most 100 jobs; "
+                            "a secret's value in the payload is stored as [secret NAME] (the job's run reads "
+                            "the secret again)."),
     "almanac.secrets.get": ("(name) → Promise<string | null>", "A secret's value (set by an admin), or null.",
-                            "Its value never appears in output, logs or errors: it shows as [secret NAME]."),
+                            "Its value, escaped or URL-encoded too, never appears in output, logs, errors, "
+                            "fetch records, planned jobs or emitted events: it shows as [secret NAME]."),
     "fetch": ("(url, {method, headers, body}) → Promise<Response>",
               "A subset of the web's fetch: status, ok, headers.get(name), text(), json().",
               "Only hosts on the egress allowlist; at most 20 requests a run; bodies at most 1 MiB each; "

@@ -13,7 +13,9 @@ path and query percent-encoded as UTF-8; a header value outside ASCII is refused
 A refusal or a network failure raises `FetchError` (the script's promise rejects with its
 message); every call, refused or not, adds one record (method, url, status, bytes, duration_ms,
 error) to `records` and one count by outcome to the metrics; `Fetcher.call` records a call whose
-arguments are refused too.
+arguments are refused too. A URL or message is passed through `redact` (the run's secrets) before
+it is cut to length: a value cut short would no longer be found whole, and all but its last
+characters would be stored.
 """
 
 from __future__ import annotations
@@ -61,8 +63,10 @@ class Request:
     body: bytes | None = None
 
 
-def request_of(url: Any, method: Any, headers: Any, body: Any) -> Request:
-    """The script's arguments, checked (types, sizes, names); FetchError("refused") if they cannot be sent."""
+def request_of(url: Any, method: Any, headers: Any, body: Any,
+               redact: Callable[[str], str] = lambda text: text) -> Request:
+    """The script's arguments, checked (types, sizes, names); FetchError("refused") if they cannot be sent
+    (a header's name quoted in it is cut to length once `redact` replaced the run's secrets)."""
     if not isinstance(url, str) or not url:
         raise FetchError("fetch needs a URL string", "refused")
     method = "GET" if method is None else method
@@ -78,10 +82,10 @@ def request_of(url: Any, method: Any, headers: Any, body: Any) -> Request:
         name, value = pair[0].strip().lower(), pair[1]
         if not name or len(name) + len(value) > HEADER_MAX or any(c in name + value for c in "\r\n\0") \
                 or not name.isascii() or any(c in name for c in " :\t"):
-            raise FetchError(f"fetch: the header {pair[0][:100]!r} cannot be sent", "refused")
+            raise FetchError(f"fetch: the header {redact(pair[0])[:100]!r} cannot be sent", "refused")
         if not value.isascii():  # as the web's fetch refuses what is not a byte string, but for UTF-8 too
-            raise FetchError(f"fetch: the header {pair[0][:100]!r} has a value outside ASCII; encode it first "
-                             "(encodeURIComponent, or base64)", "refused")
+            raise FetchError(f"fetch: the header {redact(pair[0])[:100]!r} has a value outside ASCII; encode it "
+                             "first (encodeURIComponent, or base64)", "refused")
         if name not in _OURS:
             checked.append((name, value))
     if body is not None and not isinstance(body, str):
@@ -128,13 +132,14 @@ class Fetcher:
     resolver: netguard.Resolver = netguard.system_resolver
     ssl_context: ssl.SSLContext | None = None
     observe: Callable[[str], None] = lambda outcome: None
+    redact: Callable[[str], str] = lambda text: text
     records: list[dict[str, Any]] = field(default_factory=list)
 
     def fetch(self, request: Request) -> dict[str, Any]:
         """{status, statusText, url, headers: [[name, value]...], body} of the final answer, or FetchError."""
         started = time.monotonic()
-        record: dict[str, Any] = {"method": request.method, "url": request.url[:netguard.URL_MAX], "status": None,
-                                  "bytes": 0, "duration_ms": 0}
+        record: dict[str, Any] = {"method": request.method, "url": self._cut(request.url, netguard.URL_MAX),
+                                  "status": None, "bytes": 0, "duration_ms": 0}
         if len(self.records) >= MAX_REQUESTS:
             refused = FetchError(f"fetch: a run may make at most {MAX_REQUESTS} requests", "refused")
             self._note(record, started, refused)
@@ -154,10 +159,10 @@ class Fetcher:
     def call(self, url: Any, method: Any, headers: Any, body: Any) -> dict[str, Any]:
         """The script's own arguments: checked (`request_of`) and sent; a refusal is recorded like any call."""
         try:
-            request = request_of(url, method, headers, body)
+            request = request_of(url, method, headers, body, self.redact)
         except FetchError as exc:
             if len(self.records) < MAX_REQUESTS:
-                shown = url[:netguard.URL_MAX] if isinstance(url, str) else ""
+                shown = self._cut(url, netguard.URL_MAX) if isinstance(url, str) else ""
                 record = {"method": str(method or "GET").upper()[:16], "url": shown, "status": None, "bytes": 0,
                           "duration_ms": 0}
                 self.records.append(record)
@@ -166,13 +171,13 @@ class Fetcher:
         return self.fetch(request)
 
     def _note(self, record: dict[str, Any], started: float, exc: FetchError) -> None:
-        record["error"], record["duration_ms"] = str(exc)[:500], _ms(started)
+        record["error"], record["duration_ms"] = self._cut(str(exc), 500), _ms(started)
         self.observe(exc.outcome)
 
     def _follow(self, request: Request, record: dict[str, Any]) -> dict[str, Any]:
         for _hop in range(MAX_REDIRECTS + 1):
             status, reason, headers, body = self._one(request)
-            record.update(url=request.url[:netguard.URL_MAX], status=status, bytes=len(body))
+            record.update(url=self._cut(request.url, netguard.URL_MAX), status=status, bytes=len(body))
             location = _header(headers, "location")
             if status not in (301, 302, 303, 307, 308) or location is None:
                 return {"status": status, "statusText": reason, "url": request.url,
@@ -203,13 +208,14 @@ class Fetcher:
             raise FetchError(f"fetch {request.url}: no answer before the run's deadline", "timeout") from None
         except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol, OSError,
                 ssl.SSLError) as exc:
-            raise FetchError(f"fetch {request.url} failed: {type(exc).__name__}: {exc}"[:500], "network_error") from None
+            raise FetchError(self._cut(f"fetch {request.url} failed: {type(exc).__name__}: {exc}", 500),
+                             "network_error") from None
 
     def _checked(self, url: str) -> tuple[str, str, int]:
         try:
             scheme, host, port = netguard.split_url(url, "fetch URL")
         except netguard.ForbiddenTarget as exc:
-            raise FetchError(f"fetch {url[:200]}: {exc.message}", "refused") from None
+            raise FetchError(f"fetch {self._cut(url, 200)}: {exc.message}", "refused") from None
         if not allowlist.allows(self.entries, host, port, scheme):
             shown = host if port == (443 if scheme == "https" else 80) else f"{host}:{port}"
             raise FetchError(f"fetch: the host {shown} is not on the tenant's egress allowlist", "refused")
@@ -220,7 +226,11 @@ class Fetcher:
             return netguard.resolve_pinned(url, allow_private=self.allow_private, resolver=self.resolver,
                                            what="fetch URL")
         except netguard.ForbiddenTarget as exc:
-            raise FetchError(f"fetch {url[:200]}: {exc.message}", "refused") from None
+            raise FetchError(f"fetch {self._cut(url, 200)}: {exc.message}", "refused") from None
+
+    def _cut(self, text: str, most: int) -> str:
+        """At most `most` characters of `text`, its secrets replaced first."""
+        return self.redact(text)[:most]
 
 
 def _read_capped(response: httpcore.Response, url: str) -> bytes:

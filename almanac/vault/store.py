@@ -1,7 +1,9 @@
 """A tenant's secrets (SPEC section 6): write-only through the API, readable by its scripts.
 
 Values are encrypted before they reach the session and decrypted only for a run (`values`);
-listing shows names and `updated_at`. NAME is `[A-Z][A-Z0-9_]{0,63}`, a value at most 8 KiB.
+listing shows names and `updated_at`. NAME is `[A-Z][A-Z0-9_]{0,63}`, a value at most 8 KiB and
+at least `VALUE_MIN` characters: a shorter value is found all over ordinary text, so redacting it
+(`redact`, which replaces every value however short) would blank out "1" or "abc" in every log.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from almanac.vault.models import Secret
 
 NAME = re.compile(r"[A-Z][A-Z0-9_]{0,63}")
 VALUE_MAX = 8 * 1024
+VALUE_MIN = 4
 MAX_SECRETS = 1000
 
 
@@ -32,6 +35,9 @@ def put(session: Session, keyring: Keyring, name: str, value: object, *, now: da
     check_name(name)
     if not isinstance(value, str) or not value or len(value.encode("utf-8", "surrogatepass")) > VALUE_MAX:
         raise ValidationError(f"A secret's value is a non-empty string of at most {VALUE_MAX} bytes.")
+    if len(value) < VALUE_MIN:
+        raise ValidationError(f"A secret's value has at least {VALUE_MIN} characters: a shorter one could not "
+                              "be told apart from ordinary text when runs are redacted.")
     if any(0xD800 <= ord(c) <= 0xDFFF for c in value):
         raise ValidationError("A secret's value must be valid Unicode text.")
     row = session.get(Secret, name)

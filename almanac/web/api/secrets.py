@@ -21,8 +21,9 @@ Name = Path(min_length=1, max_length=64, pattern=r"^[A-Z][A-Z0-9_]{0,63}$",
 
 class SecretIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"example": {"value": "sk_live_…"}})
-    value: str = Field(min_length=1, max_length=store.VALUE_MAX,
-                       description="the secret's value, at most 8 KiB; stored encrypted, never shown again")
+    value: str = Field(min_length=store.VALUE_MIN, max_length=store.VALUE_MAX,
+                       description="the secret's value, 4 characters to 8 KiB; stored encrypted, never shown "
+                                   "again, and replaced by [secret NAME] wherever a run would store it")
 
 
 class SecretOut(BaseModel):

@@ -29,6 +29,8 @@ def test_a_secrets_value_goes_in_and_never_comes_back(signed_in, database):
     slug = b.tenant
     refused = b.post("/secrets", {"name": "lower", "value": "x"})
     assert refused.status_code == 422 and 'role="alert"' in refused.text
+    too_short = b.post("/secrets", {"name": "PIN", "value": "123"})
+    assert too_short.status_code == 422 and "at least 4 characters" in too_short.text
     assert b.post("/secrets/API_TOKEN/delete").status_code == 303
     assert "No secrets yet" in b.get("/secrets").text
     with database.tenant_connection(slug) as conn:
