@@ -10,11 +10,11 @@ the first `keep` of a day and counts the rest:
   last counted time is checked against the engine;
 * the stretch just after an offset change (the hour a fall-back repeats, or a
   spring-forward gap whose moved times may fall between the regular ones) and every
-  other rule are listed one by one, at most `cap` a day; past that the count is a
-  lower bound (`exact` False).
+  other rule are listed one by one, at most `cap` a day (`SHIFT_LIST` after a change);
+  past that the count is a lower bound (`exact` False).
 
-So one day costs at most `keep + cap` occurrences and a few engine starts, however dense
-the rule. Everything takes its bounds as instants; nothing reads the clock.
+So one day costs at most `keep + max(cap, SHIFT_LIST)` occurrences and a few engine
+starts, however dense the rule. Everything takes its bounds as instants; nothing reads the clock.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from itertools import islice
+from itertools import chain, islice
 from typing import Iterator
 from zoneinfo import ZoneInfo
 
@@ -30,6 +30,10 @@ from .engine import SEARCH_STEPS, Budget, current_budget
 from .model import UNIT_SECONDS, Recurrence
 from .occurrences import instant_stream
 from .zones import get_zone
+
+
+# The stretch after an offset change is listed up to this many (every 30 s across a one-hour shift).
+SHIFT_LIST = 250
 
 
 @dataclass
@@ -58,9 +62,9 @@ def by_day(rec: Recurrence, edges: list[datetime], keep: int, cap: int) -> list[
     """For each day [edges[i], edges[i+1]), its first `keep` occurrences and its count.
 
     One stream walks the window; when a day has shown `keep` times and holds more, the rest
-    of that day is counted (`_rest`) and the stream starts again at the next day's first
-    instant, so a dense rule never lists more than `keep + cap` times a day. Raises
-    SearchTooLong when the enclosing budget runs out.
+    of that day is counted (`_rest`), which hands back a stream that goes on from the next
+    day (or the stream starts again there), so a dense rule never lists more than a day's
+    bound. Raises SearchTooLong when the enclosing budget runs out.
     """
     budget = current_budget(SEARCH_STEPS)
     days = [DaySlice() for _ in edges[:-1]]
@@ -73,27 +77,38 @@ def by_day(rec: Recurrence, edges: list[datetime], keep: int, cap: int) -> list[
             day += 1
         if day == len(days):
             break
-        if len(days[day].first) < keep:
-            days[day].first.append(when)
-            days[day].count += 1
+        piece = days[day]
+        if len(piece.first) < keep:
+            piece.first.append(when)
+            piece.count += 1
             continue
-        days[day].count, days[day].exact = _rest(rec, when, edges[day + 1], days[day].count, cap, budget)
+        more, piece.exact, going_on = _rest(rec, when, edges[day + 1], cap, budget)
+        piece.count += more
         day += 1
         if day < len(days):
-            stream = instant_stream(rec, edges[day], budget)
+            stream = going_on if going_on is not None else instant_stream(rec, edges[day], budget)
     return days
 
 
-def _rest(rec: Recurrence, when: datetime, end: datetime, counted: int, cap: int,
-          budget: Budget) -> tuple[int, bool]:
-    """`counted` plus the occurrences in [when, end), `when` being one: (count, exact)."""
+def between(rec: Recurrence, start: datetime, end: datetime, limit: int) -> list[datetime]:
+    """The first `limit` occurrences in [start, end)."""
+    return list(islice(_until(instant_stream(rec, start, current_budget(SEARCH_STEPS)), end), limit))
+
+
+# (how many, the stream of the occurrences from the end of the span on, when at hand)
+Counted = tuple[int, Iterator[datetime] | None]
+
+
+def _rest(rec: Recurrence, when: datetime, end: datetime, cap: int,
+          budget: Budget) -> tuple[int, bool, Iterator[datetime] | None]:
+    """The occurrences in [when, end), `when` being one: (count, exact, stream from `end` on)."""
     step = fixed_step(rec)
     if step is not None:
         found = _count_fixed(rec, step, when, end, cap, budget)
         if found is not None:
-            return counted + found, True
+            return found[0], True, found[1]
     listed = _listed(rec, when, end, cap + 1, budget)
-    return counted + min(listed, cap), listed <= cap
+    return min(listed, cap), listed <= cap, None
 
 
 def _listed(rec: Recurrence, start: datetime, end: datetime, limit: int, budget: Budget) -> int:
@@ -109,40 +124,45 @@ def _until(stream: Iterator[datetime], end: datetime) -> Iterator[datetime]:
 
 
 def _count_fixed(rec: Recurrence, step: timedelta, start: datetime, end: datetime, cap: int,
-                 budget: Budget) -> int | None:
-    """Occurrences of a fixed-step rule in [start, end) by arithmetic, or None where that
-    cannot be trusted (the caller then lists them)."""
-    zone = get_zone(rec.timezone)
-    change = _offset_change(zone, start, end)
+                 budget: Budget) -> Counted | None:
+    """Occurrences of a fixed-step rule in [start, end), `start` being one, by arithmetic; None
+    where that cannot be trusted (the caller then lists them)."""
+    change = _offset_change(get_zone(rec.timezone), start, end)
     if change is None:
-        return _count_even(rec, step, start, end, budget)
+        return _count_even(rec, step, start, end, budget, first=start)
     at, jump = change
     settled = min(at + abs(jump), end)  # the repeated hour, or where a gap's moved times land
-    before = _count_even(rec, step, start, min(at, end), budget) if start < at else 0
     # After a gap its moved times may fall between the regular ones: up to two a step.
     most = 2 * (abs(jump) // step) + 2
-    if most > cap:
+    if most > max(cap, SHIFT_LIST):
         return None
-    during = _listed(rec, max(start, at), settled, most + 1, budget) if start < settled else 0
-    after = _count_even(rec, step, settled, end, budget) if settled < end else 0
+    before = _count_even(rec, step, start, at, budget, first=start)
+    during = _listed(rec, at, settled, most + 1, budget)
+    after = _count_even(rec, step, settled, end, budget) if settled < end else (0, None)
     if before is None or after is None or during > most:
         return None
-    return before + during + after
+    return before[0] + during + after[0], after[1]
 
 
-def _count_even(rec: Recurrence, step: timedelta, start: datetime, end: datetime,
-                budget: Budget) -> int | None:
-    """Where the zone's offset is constant the times are `first + k * step`; the last one
-    counted must be an occurrence and the next one must not be before `end`."""
-    first = next(instant_stream(rec, start, budget), None)
-    if first is None or first >= end:
-        return 0
+def _count_even(rec: Recurrence, step: timedelta, start: datetime, end: datetime, budget: Budget,
+                first: datetime | None = None) -> Counted | None:
+    """Where the zone's offset is constant the times are `first + k * step`; the last one counted
+    must be an occurrence and the next one must not be before `end` (None if either fails)."""
+    if first is None:
+        stream = instant_stream(rec, start, budget)
+        first = next(stream, None)
+        if first is None or first >= end:
+            return 0, (chain([first], stream) if first is not None else iter(()))
+    if first >= end:
+        return 0, None
     n = -(-(end - first) // step)  # ceil: first + (n - 1) * step < end
-    last = first + (n - 1) * step
-    check = list(islice(instant_stream(rec, last, budget), 2))
-    if not check or check[0] != last or (len(check) == 2 and check[1] < end):
+    last = first.astimezone(timezone.utc) + (n - 1) * step  # in UTC: a zone's own arithmetic is wall time
+    check = instant_stream(rec, last, budget)
+    found, following = next(check, None), next(check, None)
+    # Compared in UTC: a time in a repeated hour never equals one of another zone (PEP 495).
+    if found is None or found.astimezone(timezone.utc) != last or (following is not None and following < end):
         return None
-    return n
+    return n, (chain([following], check) if following is not None else iter(()))
 
 
 def _offset_change(zone: ZoneInfo, start: datetime, end: datetime) -> tuple[datetime, timedelta] | None:

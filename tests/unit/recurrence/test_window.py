@@ -57,6 +57,9 @@ def test_first_times_and_counts_agree_with_listing(tz, start, rule, shown, first
     assert [d.first for d in got] == [day[:3] for day in expected]
     assert [d.count for d in got] == [len(day) for day in expected]
     assert all(d.exact for d in got)
+    if fixed_step(rec) is not None:  # counted by arithmetic, so exact with a small cap too
+        small = by_day(rec, edges, keep=3, cap=10)
+        assert [(d.first, d.count, d.exact) for d in small] == [(d.first, d.count, True) for d in got]
 
 
 def test_until_count_rdate_and_exdate_are_listed_not_counted():
