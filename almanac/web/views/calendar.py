@@ -68,24 +68,25 @@ def _zone_of(request: Request, zone: str, zones: list[str]) -> ZoneInfo:
 
 @router.get("/calendar")
 def calendar_page(request: Request, principal: PagePrincipal, services: ServicesDep, weeks: int = 4,
-                  schedule: int | None = None, zone: str = "", view: str = "month", page: int = 0) -> Response:
+                  schedule: str = "", zone: str = "", view: str = "month", page: int = 0) -> Response:
+    only = _schedule_id(schedule)
     weeks = 1 if view == "week" else min(max(weeks, 1), 6)
     page = min(max(page, 0), MAX_PAGE)
     now = services.clock.now()
     per_day = WEEK_SHOWN if view == "week" else PER_DAY_SHOWN
     with tenant_db(services, principal) as session:
-        offered, zones = _choices(session, schedule)
+        offered, zones = _choices(session, only)
         shown = _zone_of(request, zone, zones)
         dates = grid_dates(now, shown, weeks)
-        chosen, total = cg.schedule_page(session, page, schedule)
-        jobs = cg.jobs_by_day(session, cg.edges(dates, shown, now), per_day, shown) if schedule is None else []
+        chosen, total = cg.schedule_page(session, page, only)
+        jobs = cg.jobs_by_day(session, cg.edges(dates, shown, now), per_day, shown) if only is None else []
     grid = cg.build_grid(chosen, jobs, now, shown, dates, keep=per_day, cap=GRID_CAP)
     zone = zone if zone in zones else ""
-    nav = {"weeks": weeks if view != "week" else None, "schedule": schedule, "zone": zone,
+    nav = {"weeks": weeks if view != "week" else None, "schedule": only, "zone": zone,
            "view": view if view == "week" else None}
     return render(request, "calendar.html", grid=grid.weeks, left_out=grid.left_out, weeks=weeks, view=view,
-                  schedules=offered, schedule=schedule, zones=zones, zone=zone, zone_name=str(shown),
-                  per_day=per_day, day_href=day_href(zone, schedule, page), page=page, total=total,
+                  schedules=offered, schedule=only, zones=zones, zone=zone, zone_name=str(shown),
+                  per_day=per_day, day_href=day_href(zone, only, page), page=page, total=total,
                   first=page * cg.SCHEDULES_PER_PAGE, shown_count=len(chosen),
                   prev_href=_page_href("/calendar", page - 1, **nav) if page else None,
                   next_href=_page_href("/calendar", page + 1, **nav)
@@ -94,37 +95,45 @@ def calendar_page(request: Request, principal: PagePrincipal, services: Services
 
 @router.get("/calendar/day/{day}")
 def calendar_day(request: Request, day: date, principal: PagePrincipal, services: ServicesDep,
-                 schedule: int | None = None, zone: str = "", page: int = 0,
+                 schedule: str = "", zone: str = "", page: int = 0,
                  after: datetime | None = None, after_key: str = "") -> Response:
     """One day: each schedule's count that day, then every time and pending job, `DAY_LIST` a page."""
+    only = _schedule_id(schedule)
     page = min(max(page, 0), MAX_PAGE)
     now = services.clock.now()
     with tenant_db(services, principal) as session:
-        offered, zones = _choices(session, schedule)
+        offered, zones = _choices(session, only)
         shown = _zone_of(request, zone, zones)
         today = now.astimezone(shown).date()
         if not today + DAY_RANGE[0] <= day <= today + DAY_RANGE[1]:
             raise NotFound("The calendar shows days from a week ago to about a year ahead.")
         bounds = cg.edges([day], shown, now)
-        chosen, total = cg.schedule_page(session, page, schedule)
+        chosen, total = cg.schedule_page(session, page, only)
         counts = cg.day_counts(chosen, (bounds[0], bounds[1]))
-        jobs = cg.jobs_by_day(session, bounds, 0, shown)[0][1] if schedule is None else 0
-        listed, cursor = cg.day_list(chosen, session if schedule is None else None, (bounds[0], bounds[1]),
+        jobs = cg.jobs_by_day(session, bounds, 0, shown)[0][1] if only is None else 0
+        listed, cursor = cg.day_list(chosen, session if only is None else None, (bounds[0], bounds[1]),
                                      _cursor(after, after_key), shown)
     zone = zone if zone in zones else ""
-    href = day_href(zone, schedule, page)
+    href = day_href(zone, only, page)
     later = href(day, **{"after": cursor.at.isoformat(), "after_key": cursor.text()}) if cursor else None
-    nav = {"schedule": schedule, "zone": zone}
+    nav = {"schedule": only, "zone": zone}
     return render(request, "calendar_day.html", day=day, today=today, zone_name=str(shown), listed_zone=shown,
                   counts=counts,
                   jobs=jobs, listed=listed, later=later, from_start=href(day) if after else None,
                   prev_day=href(day - timedelta(days=1)), next_day=href(day + timedelta(days=1)),
                   shifts=cg.shifts_of({str(shown): shown} | cg.zones_of(chosen), day), total=total,
-                  first=page * cg.SCHEDULES_PER_PAGE, shown_count=len(chosen), schedule=schedule,
+                  first=page * cg.SCHEDULES_PER_PAGE, shown_count=len(chosen), schedule=only,
                   schedules=offered, calendar_href=_page_href("/calendar", page, **nav),
                   prev_href=_page_href(f"/calendar/day/{day}", page - 1, **nav) if page else None,
                   next_href=_page_href(f"/calendar/day/{day}", page + 1, **nav)
                   if (page + 1) * cg.SCHEDULES_PER_PAGE < total else None)
+
+
+def _schedule_id(text: str) -> int | None:
+    """The filter's schedule: "" (the form's "All schedules") is none; an id that is no id matches nothing."""
+    if not text:
+        return None
+    return int(text) if text.isdigit() and len(text) < 19 else -1
 
 
 def _cursor(after: datetime | None, key: str) -> cg.Cursor | None:

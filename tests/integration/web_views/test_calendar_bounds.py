@@ -126,13 +126,17 @@ def test_pending_jobs_appear_on_their_day(signed_in, api, manual_clock):
     assert client.delete("/api/v1/jobs/remind-6").status_code in (200, 204)  # cancelled: not shown
     page = b.get("/calendar?zone=Europe/Berlin").text
     thursday = _cell(page, "2026-10-22")
-    assert "09:00</span> <a href=\"/schedules/" in thursday
-    assert '<a href="/jobs/remind-0"><span class="cal-tag">job</span> remind-0</a>' in thursday
+    assert "09:00</span> <a class=\"cal-name\" href=\"/schedules/" in thursday
+    assert '<a class="cal-name" href="/jobs/remind-0" title="job remind-0"><span class="cal-tag">job</span> remind-0</a>' in thursday
     assert "12:30" in thursday and "+3 more</a> <span class=\"cal-tag\">3 jobs</span>" in thursday  # 3 of 6 jobs shown
     assert "remind-7" in _cell(page, "2026-10-23") and "08:00" in _cell(page, "2026-10-23")
     day = b.get("/calendar/day/2026-10-22?zone=Europe/Berlin").text
     assert "Pending one-off jobs this day: 6" in day
     assert all(f'href="/jobs/remind-{i}"' in day for i in range(6)) and "remind-6" not in day
+    # The filter form sends "All schedules" as an empty value; an id that is no id shows nothing.
+    everything = b.get("/calendar?schedule=&zone=Europe%2FBerlin&view=month&weeks=4")
+    assert everything.status_code == 200 and "remind-0" in everything.text
+    assert b.get("/calendar?schedule=abc").status_code == 200 and "nine</a>" not in b.get("/calendar?schedule=x").text
 
 
 def test_the_dashboards_upcoming_runs_read_the_plan_not_the_rules(signed_in, api, manual_clock, steps):
