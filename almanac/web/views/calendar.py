@@ -27,7 +27,7 @@ PER_DAY_SHOWN = 4  # lines in a cell of the weeks grid before "+N more"
 WEEK_SHOWN = 48  # lines a day in the one-week grid
 GRID_CAP = 40  # a cell counts a rule that is not fixed-step one by one this far past its shown times
 SELECT_MAX = 500  # schedules offered by the filter (any other is reached from its own page)
-MAX_PAGE = 10_000  # a schedule page past the quota's reach is refused, not sent to the database
+MAX_PAGE = 10_000  # pages of schedules past the quota's reach are clamped before they reach the database
 DAY_RANGE = (timedelta(days=-7), timedelta(days=400))  # which days the day view answers for
 
 

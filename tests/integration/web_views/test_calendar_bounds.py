@@ -12,6 +12,7 @@ from html import unescape
 import pytest
 
 from almanac.platform.recurrence.engine import Budget
+from almanac.web.views import calendar_grid
 from tests.conftest import BACKENDS
 
 SCRIPT = "export default async function (event) { return 1; }"
@@ -148,3 +149,16 @@ def test_the_dashboards_upcoming_runs_read_the_plan_not_the_rules(signed_in, api
     page = b.get("/").text
     assert steps[0] == 0
     assert "Upcoming runs" in page and "minutely-000" in page
+
+
+def test_schedules_past_the_pages_budget_are_named_with_links(signed_in, api, manual_clock, monkeypatch):
+    """Dense rules that are not a plain 'every N minutes' are listed a day at a time up to a cap; when a
+    page's budget runs out, the schedules it could not afford are named, with links, not dropped unsaid."""
+    b, client, script = _setup(signed_in, api, manual_clock)
+    _schedules(client, script, 0, 4, rule="FREQ=MINUTELY;BYHOUR=8,9,10,11,12,13,14,15,16,17")
+    monkeypatch.setattr(calendar_grid, "PAGE_STEPS", 9_000)  # about two such schedules over six weeks
+    page = b.get("/calendar?weeks=6&zone=Europe/Berlin").text
+    assert "Not shown on this page" in page
+    named = re.findall(r'<li><a href="/schedules/\d+">(minutely-\d+)</a>: too many occurrences', page)
+    assert named and named[-1] == "minutely-003" and "minutely-000" not in named
+    assert "×44+" in _cell(page, "2026-10-21")  # 600 a day: 4 listed and 40 counted, a lower bound
