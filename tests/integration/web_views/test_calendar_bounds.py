@@ -114,6 +114,11 @@ def test_more_is_a_link_to_the_days_full_list_which_is_paged(signed_in, api, man
     assert b.get("/calendar/day/9999-12-31").status_code == 404
     assert b.get("/calendar/day/2026-10-22?after=9999-12-31T23:59:59-01:00&after_key=s1").status_code == 200
     assert b.get("/calendar/day/not-a-day").status_code in (404, 422)
+    for path in ("/calendar?page=-1", f"/calendar?page={10**20}", "/calendar?weeks=-3&view=week",
+                 "/calendar/day/0001-01-01", "/calendar/day/2026-10-22?after=0001-01-01T00:00:00%2B14:00&after_key=j1",
+                 f"/calendar/day/2026-10-22?after=2026-10-22T00:00:00&after_key=s{'9' * 30}",
+                 f"/calendar/day/2026-10-22?page={10**20}&schedule={'9' * 40}"):
+        assert b.get(path).status_code < 500, path
 
 
 def test_pending_jobs_appear_on_their_day(signed_in, api, manual_clock):
