@@ -21,7 +21,7 @@ from almanac.platform.models import Schedule
 from almanac.tenants.auth import Principal
 from almanac.web.api.schemas_scheduler import RunNowIn, ScheduleIn
 from almanac.web.audit import audit
-from almanac.web.views import calendar, charts, queries
+from almanac.web.views import calendar, calendar_grid, charts, queries
 from almanac.web.views.common import (
     PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
     viewer_zone,
@@ -153,10 +153,14 @@ def _schedule_view(request: Request, schedule_id: int, principal: Principal, ser
         upcoming = service.next_times(sch, now, 10) if sch.enabled else []
     # Its own calendar, in its own zone (that zone's DST days marked), with the calendar page's grid.
     weeks = min(max(weeks, 1), 6)
-    grid = calendar.build_calendar([sch] if sch.enabled else [], now, recurrence_zone(sch.timezone), weeks)
+    zone = recurrence_zone(sch.timezone)
+    dates = calendar.grid_dates(now, zone, weeks)
+    grid = calendar_grid.build_grid([sch] if sch.enabled else [], [], now, zone, dates,
+                                    keep=calendar.PER_DAY_SHOWN, cap=calendar.GRID_CAP)
     return render(request, "schedule.html", status_code, sch=sch, description=describe(sch), runs=runs,
-                  script=script, upcoming=upcoming, zone=sch.timezone, payload=json.loads(sch.payload), grid=grid,
-                  weeks=weeks, per_day=calendar.PER_DAY_SHOWN, **extra)
+                  script=script, upcoming=upcoming, zone=sch.timezone, payload=json.loads(sch.payload), grid=grid.weeks,
+                  left_out=grid.left_out, weeks=weeks, per_day=calendar.PER_DAY_SHOWN,
+                  day_href=calendar.day_href(sch.timezone, sch.id), **extra)
 
 
 @router.post("/schedules/{schedule_id}/try")
