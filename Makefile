@@ -56,6 +56,7 @@ test-fast: install-dev
 docs: install-dev
 	$(BIN)/python tools/gen_editor_api.py --check
 	$(BIN)/python tools/settings_table.py --check
+	$(BIN)/python tools/decisions_index.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 bench: install-dev
