@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from almanac.errors import InvalidRule
 
@@ -40,6 +40,7 @@ class TextRule:
     rdates: list[datetime] = field(default_factory=list)
     exdates: list[datetime] = field(default_factory=list)
     start: datetime | None = None  # ", starting <date> at <time>": where an INTERVAL counts from
+    now_wall: datetime = datetime(1970, 1, 1)  # for "today" and "tomorrow"
 
 
 _STARTING = re.compile(rf", starting ((?:{MONTH}) \d{{1,2}}, \d{{4}} at (?:{TIME_RE}))$")
@@ -81,7 +82,7 @@ def parse_text(text: str, now_wall: datetime) -> TextRule:
     """The rules (or one-off) an English phrase describes, or InvalidRule."""
     phrase = Phrase(text)
     clean = phrase.clean
-    out = TextRule()
+    out = TextRule(now_wall=now_wall)
     at = 0
     for index, chunk in enumerate(clean.split("; ")):
         _read_chunk(phrase, chunk, at, index == 0, out)
@@ -91,7 +92,18 @@ def parse_text(text: str, now_wall: datetime) -> TextRule:
     return out
 
 
+_RELATIVE_DAY = re.compile(rf"(today|tomorrow)(?: at ({TIME_RE}|\d{{1,2}}))?$")
+
+
 def _read_chunk(phrase: Phrase, chunk: str, at: int, first: bool, out: TextRule) -> None:
+    relative = _RELATIVE_DAY.match(chunk) if first else None
+    if relative:  # a one-off: "tomorrow at 9" is the date it names, kept as that date
+        clock = read_time(relative.group(2)) if relative.group(2) else (0, 0, 0)
+        if clock is None:
+            raise phrase.refuse("That is not a time of day.", at + relative.start(2), at + len(chunk))
+        day = out.now_wall.date() + timedelta(days=relative.group(1) == "tomorrow")
+        out.once = datetime.combine(day, datetime.min.time()).replace(hour=clock[0], minute=clock[1], second=clock[2])
+        return
     if first and chunk.startswith("once on "):
         dates = _dates(phrase, chunk[8:], at + 8)
         out.once = dates[0]

@@ -227,12 +227,31 @@ def _every(word: str | None) -> int:
     return _COUNT_WORDS[word] if word in _COUNT_WORDS else int(word)
 
 
+def _h_nth_day_of_named_months(m: re.Match[str], d: Draft) -> None:
+    """"the 15th of January and July": every year, on those days of those months."""
+    d.freq = "YEARLY"
+    d.parts["bymonthday"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
+    d.parts["bymonth"] = _months(m.group(2))
+
+
+def _h_nth_weekday_of_named_months(m: re.Match[str], d: Draft) -> None:
+    """"the first Monday of January, April, July and October": every year, within those months."""
+    d.freq = "YEARLY"
+    wd = day_index(m.group(2))
+    d.parts["byday"] = tuple((read_ordinal(x), wd) for x in split_list(m.group(1)))
+    d.parts["bymonth"] = _months(m.group(3))
+
+
 _OF_MONTHS = r" of (?:every|each|the) (?:(\d+|other) )?months?"
+_OF_NAMED = rf" of ({_LIST.format(item=_MONTH_ITEM)})"
+_THE = r"(?:on )?(?:the )?"  # "the last Friday of every month", and without "the" as people type it
 _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
-    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)}) weekdays?{_OF_MONTHS}", _h_nth_weekday),
-    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_MONTHS}", _h_nth_day),
-    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE + ' ' + DAY)}){_OF_MONTHS}", _h_nth_days),
-    (rf"(?:on )?the ({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_MONTHS}", _h_nth_list_day),
+    (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) weekdays?{_OF_MONTHS}", _h_nth_weekday),
+    (rf"{_THE}({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_MONTHS}", _h_nth_day),
+    (rf"{_THE}({_LIST.format(item=ORDINAL_RE + ' ' + DAY)}){_OF_MONTHS}", _h_nth_days),
+    (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_MONTHS}", _h_nth_list_day),
+    (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_NAMED}", _h_nth_weekday_of_named_months),
+    (rf"{_THE}({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_NAMED}", _h_nth_day_of_named_months),
     (r"(?:every|each|on) (?:weekday|weekend)s?|weekdays|weekends", _h_weekdays),
     (rf"(?:every|each|on) ({_LIST.format(item=_DAY_ITEM)})", _h_days),
     (rf"(?:every|each) (other|second|third|fourth|\d+(?:st|nd|rd|th)?) ({_LIST.format(item=DAY)})",
@@ -435,7 +454,16 @@ def _c_except(chunk: str, pos: int, d: Draft) -> int | None:
                   "months can follow 'except'.", m.end(), len(chunk))
 
 
+def _c_on_the_hour(chunk: str, pos: int, d: Draft) -> int | None:
+    """"every hour on the hour": at minute 0."""
+    m = _m(r" on the hour(?![a-z])", chunk, pos)
+    if not m or d.freq != "HOURLY":
+        return None
+    d.parts["byminute"], d.parts["bysecond"] = (0,), (0,)
+    return m.end()
+
+
 CLAUSES: list[Callable[[str, int, Draft], int | None]] = [
-    _c_date, _c_months, _c_last_weekday, _c_days, _c_ordinals, _c_at_times, _c_span,
+    _c_on_the_hour, _c_date, _c_months, _c_last_weekday, _c_days, _c_ordinals, _c_at_times, _c_span,
     _c_numbers, _c_setpos, _c_count, _c_until, _c_wkst, _c_every_day, _c_except,
 ]

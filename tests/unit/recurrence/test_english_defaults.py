@@ -52,3 +52,12 @@ def test_a_description_read_back_from_another_start_gives_the_same_dates(rule: s
         again = preview(first.description, "UTC", start=other, now=other, count=40, min_interval_s=60)
         later = [d for d in again.next if d >= first.next[0]][:6]
         assert later == first.next, first.description
+
+
+@pytest.mark.parametrize(("phrase", "expected"), [
+    ("tomorrow at 9", ["Mon 2026-11-30 09:00"]),
+    ("today at 5pm", ["Sun 2026-11-29 17:00"]),
+    ("tomorrow", ["Mon 2026-11-30 00:00"]),
+])
+def test_today_and_tomorrow_are_one_offs_on_the_date_they_name(phrase: str, expected: list[str]) -> None:
+    assert _dates(phrase) == expected
