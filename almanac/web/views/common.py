@@ -29,7 +29,7 @@ from markupsafe import Markup
 from almanac.errors import Forbidden, Unauthorized
 from almanac.tenants.auth import Principal, principal_for_member
 from almanac.tenants.models import ROLES
-from almanac.web.deps import valid_ids
+from almanac.web.deps import safe_params, valid_ids
 from almanac.worker import Services
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -209,8 +209,10 @@ def _article(word: str) -> str:
 
 
 def page_router(*, read: str | None = "viewer", write: str | None = "editor") -> APIRouter:
-    # valid_ids: an id that is not a valid id at all (not digits, 2^63 or more) is a 404 page, as in the API.
-    router = APIRouter(dependencies=[Depends(PageGate(read, write)), Depends(valid_ids)], include_in_schema=False)
+    # valid_ids: an id that is not a valid id at all (not digits, past the store's largest) is a 404 page, and
+    # safe_params: text the store cannot hold in the path or query is a 422 page, as in the API.
+    gates = [Depends(PageGate(read, write)), Depends(valid_ids), Depends(safe_params)]
+    router = APIRouter(dependencies=gates, include_in_schema=False)
     router.page_gate = (read, write)  # type: ignore[attr-defined]  (read by the route meta-test)
     return router
 
