@@ -25,8 +25,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from markupsafe import Markup
+from starlette.datastructures import FormData
 
-from almanac.errors import Forbidden, Unauthorized
+from almanac import jsonsafe
+from almanac.errors import Forbidden, Unauthorized, ValidationError
 from almanac.tenants.auth import Principal, principal_for_member
 from almanac.tenants.models import ROLES
 from almanac.web.deps import safe_params, valid_ids
@@ -128,14 +130,32 @@ async def check_csrf(request: Request) -> None:
     """Refuse a write whose token (header for htmx, form field otherwise) is not the session's."""
     expected = request.session.get(CSRF_KEY)
     sent = request.headers.get(CSRF_HEADER)
-    if sent is None and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
-        form = await request.form()  # Starlette caches it, so the route still reads the same form
+    form = await _form(request)
+    if sent is None and form is not None:
         value = form.get(CSRF_FIELD)
         sent = value if isinstance(value, str) else None
     if not expected or not sent or not hmac.compare_digest(str(expected), sent):
         raise Forbidden("This form has expired or did not come from this site; reload the page and try again.")
+    for name, value in form.multi_items() if form is not None else ():
+        if isinstance(value, str):  # form text follows the API's rule for text (jsonsafe: no U+0000)
+            try:
+                jsonsafe.check_text(value, f"The field {name[:40]}")
+            except jsonsafe.Unsafe as exc:
+                raise ValidationError(f"{exc}.") from None
+
+
+async def _form(request: Request) -> FormData | None:
+    """The request's form, if it sends one. Its bytes are read first: Starlette keeps them, so the form and a
+    route that reads the body itself (as JSON, say) both read them, where parsing the form alone would use up
+    the stream and leave that route a server error."""
+    if not request.headers.get("content-type", "").startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")):
+        return None
+    try:
+        await request.body()
+    except RuntimeError:  # a route with form fields: FastAPI has parsed (and kept) the form already
+        pass
+    return await request.form()  # Starlette caches it, so the route still reads the same form
 
 
 def start_session(request: Request, user_id: int, tenant_slug: str | None) -> None:
