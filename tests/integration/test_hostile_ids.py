@@ -38,8 +38,7 @@ def test_every_id_in_a_path_that_names_no_row_is_not_found(api: Any, app: Any) -
         for big in TOO_BIG:
             # Each integer parameter too big in turn, the others naming a real script (and version).
             for name in INT_PARAM.findall(path):
-                url = INT_PARAM.sub(lambda m, name=name: big if m.group(1) == name else  # type: ignore[misc]
-                                    str(sid if m.group(1) == "script_id" else 1), path)
+                url = path.format(**{**{n: 1 for n in INT_PARAM.findall(path)}, "script_id": sid, name: big})
                 body = {} if method in ("POST", "PUT", "PATCH") else None
                 _is_error(admin.request(method, url, json=body), 404, "not_found", (method, url))
 
