@@ -79,6 +79,7 @@ BAD_EFFECTS = {
     "emit-data": 'await almanac.emit("t", ["\\0"]);',
     "job-key": 'await almanac.schedule.at("2026-12-01T00:00:00Z", 1, {key: "chained\\0"});',
     "job-payload": 'await almanac.schedule.at("2026-12-01T00:00:00Z", "\\0", {key: "chained"});',
+    "secret-name": 'await almanac.secrets.get("A\\0");',
 }
 
 
