@@ -5,9 +5,15 @@ kv keys and values, emitted events, job keys and payloads) - is checked here bef
 can reach a row that every later read must serialise:
 
 - text is valid Unicode scalar values: no lone surrogates (they cannot be encoded as
-  UTF-8, so a row holding one breaks every answer that includes it);
+  UTF-8, so a row holding one breaks every answer that includes it), and no U+0000
+  (PostgreSQL's text and jsonb cannot hold it; SQLite can, so without this rule the
+  same input would be stored on one backend and a server error on the other). The rule
+  holds inside JSON too, so data stays movable to jsonb and both backends agree;
+  diagnostics (error messages, log lines) are repaired instead, with U+FFFD;
 - JSON nests at most `MAX_DEPTH` (64) arrays/objects deep;
 - integers fit in 64 signed bits, floats are finite;
+- ids (`parse_id`, `ID_MAX`) fit the store's INTEGER keys, 31 bits plus sign: PostgreSQL's
+  `integer` refuses a larger number even in a comparison, where SQLite merely finds no row;
 - sizes are measured in UTF-8 bytes of the JSON as stored (`dumps`).
 
 A leaf: imports nothing of almanac, so every part may use it.
@@ -23,13 +29,15 @@ from typing import Any
 
 MAX_DEPTH = 64
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
-ID_MAX = INT_MAX
+# The largest id the store can hold (PostgreSQL `integer`): a larger number names no row on either backend.
+ID_MAX = 2**31 - 1
 TEXT_CAP = 64 * 1024  # error messages and the like, as output and logs
 TRUNCATED = "\n[truncated]"
 # Dates: at least a day inside datetime's range, so no offset (at most +-24 h) can push them out.
 DATE_MIN = datetime(1, 1, 2, tzinfo=timezone.utc)
 DATE_MAX = datetime(9999, 12, 30, tzinfo=timezone.utc)
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# What text may not hold: lone surrogates and U+0000 (see the module doc).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class Unsafe(ValueError):
@@ -37,11 +45,13 @@ class Unsafe(ValueError):
 
 
 def check_text(text: str, what: str = "text") -> str:
-    found = _SURROGATE.search(text)
-    if found:
-        raise Unsafe(f"{what} holds a lone surrogate (U+{ord(found.group()):04X}) at character {found.start()}; "
-                     "text must be valid Unicode")
-    return text
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return text
+    if found.group() == "\x00":
+        raise Unsafe(f"{what} holds U+0000 (NUL) at character {found.start()}; text may not contain it")
+    raise Unsafe(f"{what} holds a lone surrogate (U+{ord(found.group()):04X}) at character {found.start()}; "
+                 "text must be valid Unicode")
 
 
 def check(value: Any, what: str = "value") -> Any:
@@ -93,7 +103,7 @@ def dumps(value: Any, what: str = "value", limit: int | None = None) -> str:
 
 def loads_stored(text: str) -> Any:
     """Stored JSON for an answer. Rows written before these rules may break them; such a value is
-    served repaired (lone surrogates as U+FFFD) or, failing that, as its JSON text: a read never fails."""
+    served repaired (lone surrogates and U+0000 as U+FFFD) or, failing that, as its JSON text: a read never fails."""
     value = json.loads(text)
     try:
         return check(value)
@@ -109,18 +119,18 @@ def _repaired(value: Any, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise Unsafe("too deep to repair")
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return _UNSTORABLE.sub("\ufffd", value)
     if isinstance(value, list):
         return [_repaired(item, depth + 1) for item in value]
     if isinstance(value, dict):
-        return {_SURROGATE.sub("\ufffd", k): _repaired(v, depth + 1) for k, v in value.items()}
+        return {_UNSTORABLE.sub("\ufffd", k): _repaired(v, depth + 1) for k, v in value.items()}
     return value
 
 
 def clean_text(text: str, cap: int = TEXT_CAP) -> str:
-    """Diagnostic text (an error message, a log line) made storable: lone surrogates become U+FFFD and
+    """Diagnostic text (an error message, a log line) made storable: lone surrogates and U+0000 become U+FFFD and
     text over `cap` UTF-8 bytes is cut, ending with "[truncated]"."""
-    text = _SURROGATE.sub("\ufffd", text)
+    text = _UNSTORABLE.sub("\ufffd", text)
     data = text.encode()
     if len(data) <= cap:
         return text
@@ -148,8 +158,8 @@ def check_instant(value: datetime, what: str = "date-time", *, need_offset: bool
 
 
 def parse_id(text: str) -> int | None:
-    """A path id as the API accepts it (decimal digits, below 2^63), else None (the API's 404)."""
-    if not text.isascii() or not text.isdigit() or len(text) > 19:
+    """An id as the API accepts it (decimal digits, at most `ID_MAX`), else None (the API's 404 in a path)."""
+    if not text.isascii() or not text.isdigit() or len(text) > 10:
         return None
     number = int(text)
     return number if number <= ID_MAX else None

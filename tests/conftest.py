@@ -101,6 +101,13 @@ def settings(backend: str, tmp_path: Path, sandbox_image_cache: Path) -> Setting
     return _settings_for(_pg_url(), var)
 
 
+@pytest.fixture(scope="session")
+def database_url_for() -> Callable[[str, Path], str]:
+    """`url(backend, var_dir)`: a new, empty database's URL on that backend, for set-ups that outlive one
+    test (a module-scoped fixture cannot use `settings`)."""
+    return lambda backend, var: f"sqlite:///{var}/almanac.db" if backend == "sqlite" else _pg_url()
+
+
 @pytest.fixture
 def sqlite_settings(tmp_path: Path, sandbox_image_cache: Path) -> Settings:
     var = with_shared_cache(tmp_path / "var", sandbox_image_cache)

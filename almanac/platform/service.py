@@ -18,6 +18,7 @@ from sqlalchemy import Table, bindparam, case, func, insert, literal, or_, selec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from almanac import jsonsafe
 from almanac.errors import Conflict, NotFound, ScriptSyntaxError, ValidationError
 from almanac.platform import planning, quotas, recurrence
 from almanac.platform.models import (
@@ -364,9 +365,10 @@ def encode_cursor(run_id: int) -> str:
 def decode_cursor(cursor: str) -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if not text.startswith("r"):
+        number = jsonsafe.parse_id(text[1:]) if text.startswith("r") else None
+        if number is None:  # not ours, or past any id the store holds (PostgreSQL would refuse it)
             raise ValueError
-        return int(text[1:])
+        return number
     except ValueError:
         raise ValidationError("The cursor is not one this API gave out.", details={"field": "cursor"}) from None
 
@@ -440,7 +442,7 @@ def _kv_after(cursor: str) -> str:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         if not text.startswith("k"):
             raise ValueError
-        return text[1:]
+        return jsonsafe.check_text(text[1:])  # a forged key with U+0000 is refused as the API's would be
     except ValueError:
         raise ValidationError("The cursor is not one this API gave out.", details={"field": "cursor"}) from None
 

@@ -152,7 +152,10 @@ def _fetch_args(url: Any, method: Any, headers: Any, body: Any, limit: int) -> t
 def _secret_name(name: Any, limit: int) -> tuple:
     if not isinstance(name, str) or not name:
         raise CapabilityError("name must be a non-empty string")
-    return (name,)
+    try:  # looked up, not stored, but PostgreSQL cannot compare text holding U+0000 either
+        return (jsonsafe.check_text(name, "name"),)
+    except jsonsafe.Unsafe as exc:
+        raise CapabilityError(str(exc)) from None
 
 
 def request_cap(kv_value_bytes: int, overhead: int) -> int:

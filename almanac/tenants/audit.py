@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from almanac import jsonsafe
 from almanac.errors import ValidationError
 from almanac.tenants.models import AuditEntry
 
@@ -95,9 +96,10 @@ def encode_cursor(entry_id: int) -> str:
 def decode_cursor(cursor: str) -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if not text.startswith("a") or not text[1:].isdigit() or len(text) > 20:
+        number = jsonsafe.parse_id(text[1:]) if text.startswith("a") else None
+        if number is None:  # not ours, or past any id the store holds (PostgreSQL would refuse it)
             raise ValueError(cursor)
-        return int(text[1:])
+        return number
     except ValueError:
         raise ValidationError("The cursor is not one this API gave out.", details={"field": "cursor"}) from None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
@@ -86,14 +86,43 @@ def need(role: str) -> RoleGate:
     return RoleGate(role, role)
 
 
-async def valid_ids(request: Request) -> None:
-    """SPEC section 3: an id that is not a valid id at all (not digits, 2^63 or more) is not found.
+def _id_params(route: Any) -> tuple[str, ...]:
+    """The path parameters of `route` that are numbers (ids, and a script's version number)."""
+    dependant = getattr(route, "dependant", None)
+    names = getattr(route, "_almanac_id_params", None)
+    if names is None and dependant is not None:
+        names = tuple(p.name for p in dependant.path_params
+                      if p.name.endswith("_id") or p.field_info.annotation is int)
+        route._almanac_id_params = names  # worked out once a route, not once a request
+    return names or ()
 
-    Path parameters named `*_id` are checked here, before FastAPI's own validation could call them 422.
+
+async def valid_ids(request: Request) -> None:
+    """SPEC section 3: a number in a path that is not a valid id at all (not digits, past `jsonsafe.ID_MAX`,
+    the largest key the store can hold) names nothing: 404, on both backends alike.
+
+    Checked here, before FastAPI's own validation could call them 422 and before PostgreSQL could
+    refuse a number wider than its `integer` column.
     """
-    for name, value in request.path_params.items():
-        if name.endswith("_id") and jsonsafe.parse_id(str(value)) is None:
-            raise NotFound(f"There is no {name[:-3].replace('_', ' ')} {str(value)[:40]!r}.")
+    for name in _id_params(request.scope.get("route")):
+        value = str(request.path_params.get(name, ""))
+        if jsonsafe.parse_id(value) is None:
+            thing = name[:-3] if name.endswith("_id") else name
+            raise NotFound(f"There is no {thing.replace('_', ' ')} {value[:40]!r}.")
+
+
+async def safe_params(request: Request) -> None:
+    """Text in the path and the query string follows the body's rule (`jsonsafe.check_text`): no U+0000
+    (which PostgreSQL cannot hold or compare). Starlette has already turned bytes that are not UTF-8,
+    lone surrogates among them, into U+FFFD."""
+    given = [("path", name, str(value)) for name, value in request.path_params.items()]
+    given += [("query", name, value) for name, value in request.query_params.multi_items()]
+    for where, name, value in given:
+        try:
+            jsonsafe.check_text(name, f"a {where} parameter's name")
+            jsonsafe.check_text(value, f"{name[:40]} in the {where}")
+        except jsonsafe.Unsafe as exc:
+            raise ValidationError(f"{exc}.", details={"field": name[:40]}) from None
 
 
 async def safe_body(request: Request) -> None:
@@ -116,7 +145,7 @@ async def safe_body(request: Request) -> None:
 
 
 def api_router(*, prefix: str, tags: list[str], read: str = "viewer", write: str = "editor") -> APIRouter:
-    gates = [Depends(RoleGate(read, write)), Depends(valid_ids), Depends(safe_body)]
+    gates = [Depends(RoleGate(read, write)), Depends(valid_ids), Depends(safe_params), Depends(safe_body)]
     router = APIRouter(prefix=prefix, tags=tags, dependencies=gates)
     router.role_gate = (read, write)  # type: ignore[attr-defined]  (read by the route meta-test)
     return router

@@ -8,7 +8,7 @@ would do, in the same order and with the same functions:
 
 - the bearer token only from the `TokenCache` (its secret checked against the stored hash);
 - the router's write role (`RoleGate`), `safe_body`'s `jsonsafe.check` of the JSON body, the path
-  parameter's bounds, and the body validated by the route's own body field (`JobIn`);
+  parameter's bounds and text (`safe_params`), and the body validated by the route's own body field (`JobIn`);
 - the route's own endpoint (`api.jobs.put_job`, the same function: one unit of work, its audit
   entry, the wake-up at commit), answered through the route's response field as FastAPI serializes
   it; an `AlmanacError` becomes the envelope the app's handler would send.
@@ -70,7 +70,7 @@ class FastPut:
         key = scope["path"][len(PREFIX):]
         if (not getattr(app.state, "fast_put", True) or app.dependency_overrides or scope.get("root_path")
                 or not key or "/" in key or len(key) > KEY_MAX or message.get("more_body")
-                or message["type"] != "http.request"):
+                or message["type"] != "http.request" or not _storable(key)):
             return False
         request = Request(scope, receive)
         if request.headers.get("content-type") != "application/json":
@@ -111,6 +111,15 @@ class FastPut:
             return None
         body, errors = self.body_field.validate(value, {}, loc=("body",))
         return None if errors else body
+
+
+def _storable(key: str) -> bool:
+    """The key passes `deps.safe_params` (else the app answers the 422)."""
+    try:
+        jsonsafe.check_text(key)
+    except jsonsafe.Unsafe:
+        return False
+    return True
 
 
 class _Replay:

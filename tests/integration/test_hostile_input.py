@@ -1,4 +1,4 @@
-"""Issue 15 item 3 and 5: input that gave 500s or broke a tenant for good, through the API and from scripts.
+"""Input that gave 500s or broke a tenant for good, through the API and from scripts, on both backends.
 
 Each test was written against the code before the fix and failed there: lone surrogates, deep nesting,
 ids past 64 bits, dates that overflow once offsets apply, `run_at` without an offset, `"name": null`,
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
 
 from tests.support.inprocess import sandbox_cache, services  # noqa: F401  (fixtures: scripts run in-process)
 
@@ -18,12 +17,6 @@ from tests.support.inprocess import sandbox_cache, services  # noqa: F401  (fixt
 LONE = "\ud800"
 DEEP = 600
 OVERFLOW = "9999-12-31T23:59:59-12:00"
-
-
-@pytest.fixture
-def backend() -> str:
-    """Every check here happens before the database is reached, so SQLite alone (PostgreSQL adds only time)."""
-    return "sqlite"
 
 
 def send(client: Any, method: str, path: str, body: Any) -> Any:

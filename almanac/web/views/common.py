@@ -25,11 +25,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from markupsafe import Markup
+from starlette.datastructures import FormData
 
-from almanac.errors import Forbidden, Unauthorized
+from almanac import jsonsafe
+from almanac.errors import Forbidden, Unauthorized, ValidationError
 from almanac.tenants.auth import Principal, principal_for_member
 from almanac.tenants.models import ROLES
-from almanac.web.deps import valid_ids
+from almanac.web.deps import safe_params, valid_ids
 from almanac.worker import Services
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -128,14 +130,32 @@ async def check_csrf(request: Request) -> None:
     """Refuse a write whose token (header for htmx, form field otherwise) is not the session's."""
     expected = request.session.get(CSRF_KEY)
     sent = request.headers.get(CSRF_HEADER)
-    if sent is None and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
-        form = await request.form()  # Starlette caches it, so the route still reads the same form
+    form = await _form(request)
+    if sent is None and form is not None:
         value = form.get(CSRF_FIELD)
         sent = value if isinstance(value, str) else None
     if not expected or not sent or not hmac.compare_digest(str(expected), sent):
         raise Forbidden("This form has expired or did not come from this site; reload the page and try again.")
+    for name, value in form.multi_items() if form is not None else ():
+        if isinstance(value, str):  # form text follows the API's rule for text (jsonsafe: no U+0000)
+            try:
+                jsonsafe.check_text(value, f"The field {name[:40]}")
+            except jsonsafe.Unsafe as exc:
+                raise ValidationError(f"{exc}.") from None
+
+
+async def _form(request: Request) -> FormData | None:
+    """The request's form, if it sends one. Its bytes are read first: Starlette keeps them, so the form and a
+    route that reads the body itself (as JSON, say) both read them, where parsing the form alone would use up
+    the stream and leave that route a server error."""
+    if not request.headers.get("content-type", "").startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")):
+        return None
+    try:
+        await request.body()
+    except RuntimeError:  # a route with form fields: FastAPI has parsed (and kept) the form already
+        pass
+    return await request.form()  # Starlette caches it, so the route still reads the same form
 
 
 def start_session(request: Request, user_id: int, tenant_slug: str | None) -> None:
@@ -209,8 +229,10 @@ def _article(word: str) -> str:
 
 
 def page_router(*, read: str | None = "viewer", write: str | None = "editor") -> APIRouter:
-    # valid_ids: an id that is not a valid id at all (not digits, 2^63 or more) is a 404 page, as in the API.
-    router = APIRouter(dependencies=[Depends(PageGate(read, write)), Depends(valid_ids)], include_in_schema=False)
+    # valid_ids: an id that is not a valid id at all (not digits, past the store's largest) is a 404 page, and
+    # safe_params: text the store cannot hold in the path or query is a 422 page, as in the API.
+    gates = [Depends(PageGate(read, write)), Depends(valid_ids), Depends(safe_params)]
+    router = APIRouter(dependencies=gates, include_in_schema=False)
     router.page_gate = (read, write)  # type: ignore[attr-defined]  (read by the route meta-test)
     return router
 

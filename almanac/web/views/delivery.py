@@ -19,6 +19,7 @@ from fastapi.responses import Response
 from almanac.vault import keyring
 from almanac.delivery import store, targets
 from almanac.delivery.models import DEAD, FAILED, KINDS, STATUSES, WEBHOOK, Target
+from almanac import jsonsafe
 from almanac.errors import AlmanacError, Conflict, NotFound
 from almanac.tenants.auth import Principal
 from almanac.web.audit import audit
@@ -240,9 +241,10 @@ def delete_target(request: Request, target_id: int, principal: PagePrincipal, se
 def _cursor(value: str | None) -> int | None:
     if not value:
         return None
-    if not value.isdigit():
+    before = jsonsafe.parse_id(value)
+    if before is None:
         raise NotFound("There is no such page of deliveries.")
-    return int(value)
+    return before
 
 
 def _status(value: str | None) -> str | None:
@@ -260,9 +262,9 @@ def _as_query(session: Any, filters: dict[str, str]) -> dict[str, Any] | str:
     """The filters as store.listing arguments, or the sentence saying which one is wrong."""
     out: dict[str, Any] = {}
     if filters["target_id"]:
-        if not filters["target_id"].isdigit():
+        out["target_id"] = jsonsafe.parse_id(filters["target_id"])
+        if out["target_id"] is None:
             return "Target must be one of the targets."
-        out["target_id"] = int(filters["target_id"])
     if filters["status"]:
         if filters["status"] not in STATUSES:
             return f"Status must be one of {', '.join(STATUSES)}."
@@ -270,7 +272,7 @@ def _as_query(session: Any, filters: dict[str, str]) -> dict[str, Any] | str:
     event = filters["event"]
     if event:
         # Receivers see the public id (webhook-id); people may also paste the event's number.
-        event_id = int(event) if event.isdigit() else store.event_id_of(session, event)
+        event_id = jsonsafe.parse_id(event) if event.isdigit() else store.event_id_of(session, event)
         if event_id is None:
             return f"There is no event {event[:60]!r}: give its number or its id (evt_…)."
         out["event_id"] = event_id

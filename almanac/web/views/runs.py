@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 from fastapi import Request
 from fastapi.responses import Response
 
+from almanac import jsonsafe
 from almanac.errors import Conflict, ValidationError
 from almanac.platform import service
 from almanac.platform.models import RUN_STATUSES
@@ -22,7 +23,6 @@ from almanac.web.views.common import (
 router = page_router(read="viewer", write="editor")
 PAGE_SIZE = 50
 FIELDS = ("q", "schedule_id", "job_key", "root", "status", "since", "until")
-ID_MAX = 2**62  # ids past this are not ours, and would overflow PostgreSQL's bigint
 
 
 def _filters(request: Request) -> dict[str, str]:
@@ -36,9 +36,9 @@ def _as_filter(filters: dict[str, str], request: Request) -> history.RunFilter:
     out = history.RunFilter(job_key=filters["job_key"] or None, root_key=filters["root"] or None,
                             text=filters["q"] or None)
     if filters["schedule_id"]:
-        if not filters["schedule_id"].isdigit() or int(filters["schedule_id"]) > ID_MAX:
+        out.schedule_id = jsonsafe.parse_id(filters["schedule_id"])
+        if out.schedule_id is None:
             raise ValidationError("Schedule must be a schedule's number.")
-        out.schedule_id = int(filters["schedule_id"])
     if filters["status"]:
         if filters["status"] not in RUN_STATUSES:
             raise ValidationError(f"Status must be one of {', '.join(RUN_STATUSES)}.")
@@ -64,7 +64,7 @@ def _before(cursor: str | None) -> int | None:
     if not cursor:
         return None
     before = service.decode_cursor(cursor)
-    if not 0 < before <= ID_MAX:
+    if not before:
         raise ValidationError("The cursor is not one this page gave out.")
     return before
 

@@ -15,6 +15,7 @@ from fastapi import Request
 from fastapi.responses import Response
 from pydantic import ValidationError as PydanticError
 
+from almanac import jsonsafe
 from almanac.errors import AlmanacError, Conflict, Forbidden
 from almanac.platform import recurrence, service, trial
 from almanac.platform.models import Schedule
@@ -294,7 +295,7 @@ async def bulk(request: Request, principal: PagePrincipal, services: ServicesDep
     """Pause, resume or delete the selected schedules in one unit of work (delete asks first)."""
     form = await request.form()
     action = str(form.get("action", ""))
-    ids = [int(v) for v in map(str, form.getlist("ids")) if v.isdigit() and len(v) < 12][:BULK_MAX]
+    ids = [i for i in map(jsonsafe.parse_id, map(str, form.getlist("ids"))) if i is not None][:BULK_MAX]
     if action not in ("pause", "resume", "delete") or not ids:
         flash(request, "Select one or more schedules, then an action.", "bad")
         return redirect("/schedules")

@@ -175,3 +175,12 @@ def test_run_with_payload_shows_the_events_it_emitted(signed_in):
     full = b.post(url + "/run", {"payload": '{"cart": "c-9"}'}).text  # no email: the script throws
     assert 'id="run-status">failed' in full and "the payload needs cart and email" in full
     assert "Emitted events" in full and "None." in full
+
+
+def test_check_with_a_form_body_is_refused_not_a_server_error(app, signed_in):
+    b = signed_in("admin")
+    b.get("/scripts/new")
+    b.client.raise_server_exceptions = False
+    form = b.post("/scripts/check", {"source": GOOD})  # the CSRF token as a form field, as a plain form sends it
+    assert form.status_code == 422 and form.json()["error"]["code"] == "validation_error", form.text
+    assert _check(b, GOOD).json()["ok"] is True

@@ -74,8 +74,16 @@ def test_instants_stay_inside_the_calendar() -> None:
     assert jsonsafe.check_instant(fine, need_offset=True) is fine
 
 
-@pytest.mark.parametrize(("text", "expected"), [("1", 1), ("9223372036854775807", 2**63 - 1),
+@pytest.mark.parametrize(("text", "expected"), [("1", 1), ("2147483647", 2**31 - 1), ("2147483648", None), ("9223372036854775807", None),
                                                 ("9223372036854775808", None), ("-1", None), ("1e3", None),
                                                 ("abc", None), ("", None), ("١٢", None), (" 1", None)])
 def test_path_ids(text: str, expected: int | None) -> None:
     assert jsonsafe.parse_id(text) == expected
+
+
+def test_nul_is_not_text_but_is_repaired_in_diagnostics() -> None:
+    for value in ("a\x00", {"k": ["\x00"]}, {"a\x00": 1}):
+        with pytest.raises(jsonsafe.Unsafe, match="U\\+0000"):
+            jsonsafe.check(value)
+    assert jsonsafe.clean_text("a\x00b") == "a\ufffdb"
+    assert jsonsafe.loads_stored('{"a":"\\u0000"}') == {"a": "\ufffd"}
