@@ -97,8 +97,8 @@ def test_single_job_puts(app: Any, api: Any, services: Any) -> None:
     sid = _script(api("admin", tenant=admin.tenant))
     for room in range(1, ROUNDS + 1):
         _limit(services, admin.tenant, pending_jobs=room)
-        codes = _at_once(app, admin, lambda c, i: c.put(f"/api/v1/jobs/r{room}-k{i}",
-                                                        json={"script_id": sid, "run_at": RUN_AT}))
+        codes = _at_once(app, admin, lambda c, i, room=room: c.put(f"/api/v1/jobs/r{room}-k{i}",
+                                                                   json={"script_id": sid, "run_at": RUN_AT}))
         assert codes == {201: 1, 429: THREADS - 1}, f"with room for {room}"
         assert _pending(services, admin.tenant) == room
     with services.db.tenant_session(admin.tenant) as s:
