@@ -127,23 +127,18 @@ def lock_key(tenant: str) -> int:
     return zlib.crc32(tenant.encode()) - 2**31
 
 
-def hold(s: Session, *names: str) -> bool:
+def hold(s: Session, *names: str) -> None:
     """Wait for this tenant's lock of each named quota (`LOCKS`), held until the transaction ends.
 
-    `s`: the tenant session whose transaction counts and then writes. On PostgreSQL, True once held
-    (a count made after this sees every committed write of the quota); on SQLite nothing to do
-    (False): a write transaction there is already the only one.
+    `s`: the tenant session whose transaction counts and then writes; a count made after this sees
+    every committed write of the quota. PostgreSQL only: on SQLite a write transaction is already
+    the only one.
     """
-    return hold_on(s.connection(), s.info["tenant"], *names)
-
-
-def hold_on(conn: Any, tenant: str, *names: str) -> bool:
-    """`hold` on a connection of `tenant`, inside the transaction that will write."""
+    conn = s.connection()
     if conn.dialect.name != "postgresql":
-        return False
+        return
     for name in sorted(set(names), key=LOCKS.__getitem__):
-        conn.execute(_HOLD, {"tenant_key": lock_key(tenant), "quota_key": LOCKS[name]})
-    return True
+        conn.execute(_HOLD, {"tenant_key": lock_key(s.info["tenant"]), "quota_key": LOCKS[name]})
 
 
 def day_start(now: datetime) -> datetime:
