@@ -49,6 +49,11 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+# A table keyed by one integer column that the database numbers: on SQLite it is AUTOINCREMENT, so that
+# a new row never takes a deleted row's id (plain SQLite gives max(id) + 1); PostgreSQL's sequences never
+# go back anyway. Each such model passes this in its `__table_args__`.
+IDS_NEVER_REUSED = {"sqlite_autoincrement": True}
+
 
 class UTCDateTime(TypeDecorator[datetime]):
     """Stores UTC; always hands back an aware datetime (SQLite keeps no zone)."""

@@ -20,7 +20,7 @@ from datetime import datetime
 from sqlalchemy import BigInteger, Boolean, Identity, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from almanac.db import SharedBase, TenantBase, UTCDateTime
+from almanac.db import IDS_NEVER_REUSED, SharedBase, TenantBase, UTCDateTime
 
 WEBHOOK, EMAIL = "webhook", "email"
 KINDS = (WEBHOOK, EMAIL)
@@ -36,6 +36,7 @@ ERROR_MAX = 500
 
 class Target(TenantBase):
     __tablename__ = "targets"
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     kind: Mapped[str] = mapped_column(String(10))
@@ -54,6 +55,7 @@ class Target(TenantBase):
 
 class EventFanout(TenantBase):
     __tablename__ = "event_fanouts"
+    __table_args__ = IDS_NEVER_REUSED
 
     event_id: Mapped[int] = mapped_column(Integer, primary_key=True)
     public_id: Mapped[str] = mapped_column(String(40), unique=True)
@@ -69,6 +71,7 @@ class Delivery(TenantBase):
         Index("ix_deliveries_next_attempt_at", "next_attempt_at"),
         Index("ix_deliveries_target_id_order_key_event_id", "target_id", "order_key", "event_id"),
         Index("ix_deliveries_status_id", "status", "id"),
+        IDS_NEVER_REUSED,
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -90,7 +93,7 @@ class Delivery(TenantBase):
 
 class DeliveryAttempt(TenantBase):
     __tablename__ = "delivery_attempts"
-    __table_args__ = (Index("ix_delivery_attempts_delivery_id_id", "delivery_id", "id"),)
+    __table_args__ = (Index("ix_delivery_attempts_delivery_id_id", "delivery_id", "id"), IDS_NEVER_REUSED)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     delivery_id: Mapped[int] = mapped_column(Integer, ForeignKey("tenant.deliveries.id", ondelete="CASCADE"))

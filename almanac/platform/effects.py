@@ -71,6 +71,8 @@ def refusal(s: Session, effects: Effects, charged: list[int] | None) -> str | No
     if not effects.kv and not effects.jobs:
         return None
     limits = quotas.of(s)
+    if charged is None or not charged:  # the first count of this transaction: the quotas' locks first
+        quotas.hold(s, "kv", "pending_jobs")
     if charged is not None and not charged:
         keys, size = quotas.kv_use(s)
         charged.extend([keys, size, quotas.use_pending_jobs(s)])

@@ -4,7 +4,8 @@
 the quota), the job, its occurrence, the caller's audit entry, COMMIT. For a key that does not exist
 yet (what a delay queue's PUT almost always is), all of it fits one statement run in autocommit:
 
-    WITH ok  AS (SELECT 1 WHERE <no job has the key> AND <the script exists> AND <the quota has room>),
+    WITH ok  AS (SELECT 1 WHERE <no job has the key> AND <the script exists> AND <the quota has room,
+                 counted under the tenant's lock of that quota, held until the commit>),
          job AS (INSERT INTO jobs ... SELECT ... FROM ok ON CONFLICT (key) DO NOTHING RETURNING id),
          occ AS (INSERT INTO occurrences ... SELECT ... FROM job),
          row AS (INSERT INTO <each companion table> ... SELECT ... FROM job)
@@ -46,7 +47,9 @@ def _params(table: Table, names: tuple[str, ...], prefix: str) -> list[Any]:
 
 @lru_cache(maxsize=8)
 def _statement(companions: tuple[tuple[Table, tuple[str, ...]], ...]) -> Any:
-    used = quotas.pending_jobs_used("postgresql")
+    # Counted under the tenant's pending-jobs lock (`quotas.pending_jobs_held`), kept to the commit:
+    # a concurrent PUT waits for this one's job and then counts it.
+    used = quotas.pending_jobs_held()
     override = select(quotas.TenantQuota.pending_jobs).where(
         quotas.TenantQuota.tenant_slug == bindparam("tenant")).scalar_subquery()
     ok = select(literal(1).label("ok")).where(
@@ -90,7 +93,7 @@ def create_job(db: Database, tenant: str, key: str, fields: dict[str, Any], now:
         names = tuple(row)
         shape.append((table, names))
         params.update({f"c{i}_{name}": row[name] for name in names})
-    params.update(tenant=tenant, default_limit=quotas.DEFAULTS.pending_jobs, notify=notify)
+    params.update(tenant=tenant, tenant_key=quotas.lock_key(tenant), default_limit=quotas.DEFAULTS.pending_jobs, notify=notify)
     try:
         with db.tenant_connection(tenant) as conn:
             made = conn.execution_options(isolation_level="AUTOCOMMIT").execute(

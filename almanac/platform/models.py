@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from almanac.db import TenantBase, UTCDateTime
+from almanac.db import IDS_NEVER_REUSED, TenantBase, UTCDateTime
 
 NAME_MAX = 200
 KEY_MAX = 512
@@ -59,6 +59,7 @@ JOB_PENDING, JOB_DONE, JOB_CANCELLED = "pending", "done", "cancelled"
 
 class Script(TenantBase):
     __tablename__ = "scripts"
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_MAX), unique=True)
@@ -71,7 +72,7 @@ class Script(TenantBase):
 
 class ScriptVersion(TenantBase):
     __tablename__ = "script_versions"
-    __table_args__ = (UniqueConstraint("script_id", "version"),)
+    __table_args__ = (UniqueConstraint("script_id", "version"), IDS_NEVER_REUSED)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     script_id: Mapped[int] = mapped_column(Integer, ForeignKey("tenant.scripts.id", ondelete="CASCADE"))
@@ -96,6 +97,7 @@ class Event(TenantBase):
     __table_args__ = (
         Index("ix_events_run_id", "run_id"),
         Index("ix_events_created_at", "created_at"),  # retention finds the oldest first
+        IDS_NEVER_REUSED,
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -109,7 +111,7 @@ class Event(TenantBase):
 
 class Schedule(TenantBase):
     __tablename__ = "schedules"
-    __table_args__ = (Index("ix_schedules_script_id", "script_id"),)
+    __table_args__ = (Index("ix_schedules_script_id", "script_id"), IDS_NEVER_REUSED)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(String(NAME_MAX))
@@ -146,7 +148,7 @@ class Job(TenantBase):
 
     __tablename__ = "jobs"
     # root_key: the chain limit counts every job of a chain at each planning, and the chain view lists them.
-    __table_args__ = (Index("ix_jobs_script_id", "script_id"), Index("ix_jobs_root_key", "root_key"))
+    __table_args__ = (Index("ix_jobs_script_id", "script_id"), Index("ix_jobs_root_key", "root_key"), IDS_NEVER_REUSED)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(NAME_MAX), unique=True)
@@ -178,6 +180,7 @@ class Occurrence(TenantBase):
         # Retention finds ended occurrences oldest first; partial, so planned ones (the claim's) never enter it.
         Index("ix_occurrences_done_scheduled_for", "scheduled_for",
               postgresql_where=text("status = 'done'"), sqlite_where=text("status = 'done'")),
+        IDS_NEVER_REUSED,
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -206,6 +209,7 @@ class Run(TenantBase):
         Index("ix_runs_job_key_id", "job_key", "id"),
         Index("ix_runs_status_id", "status", "id"),
         Index("ix_runs_created_at", "created_at"),  # the daily run quotas count today's runs
+        IDS_NEVER_REUSED,
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -9,6 +9,11 @@ column means the default). Use is counted in the tenant's own schema when it is 
 - runs and run time today (UTC day): runs that started (every status but skipped/expired) and
   the sum of their `duration_ms`, the sandbox's measure of a run (our "CPU-seconds").
 
+Counting and then writing is made atomic per tenant and quota: `hold` waits, on PostgreSQL, for a
+transaction-scoped advisory lock of the tenant's quota before its use is counted, so that of two
+concurrent writers the second counts what the first committed (the `check_*` functions take it
+themselves). On SQLite every write transaction begins IMMEDIATE, which serialises writers already.
+
 Passing a quota raises `QuotaExceeded` (429 `quota_exceeded`); a script's `kv.set` or
 `schedule.at` rejects with that message; an occurrence due while the daily budget is used up
 is recorded `skipped` with the reason (see `store_claim`).
@@ -16,12 +21,17 @@ is recorded `skipped` with the reason (see `store_claim`).
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import datetime, time, timezone
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, String, Table, cast, func, select
+from sqlalchemy import (
+    BigInteger, Column, Integer, LargeBinary, MetaData, String, Table, bindparam, cast, func, literal, select, text,
+)
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.sql.functions import FunctionElement
 
 from almanac.db import TENANT_SCHEMA, SharedBase, UTCDateTime
 from almanac.errors import QuotaExceeded
@@ -105,6 +115,32 @@ def set_quotas(shared: Session, slug: str, changes: dict[str, int], now: datetim
     return quotas_for(shared, slug)
 
 
+# The second half of a quota's advisory lock key (the first is the tenant's). kv keys and kv bytes are
+# one lock: one write changes both. Locks are taken in this order when a transaction takes several.
+LOCKS = {"kv": 1, "schedules": 2, "pending_jobs": 3}
+_HOLD = text("SELECT pg_advisory_xact_lock(:tenant_key, :quota_key)")
+
+
+def lock_key(tenant: str) -> int:
+    """The tenant's half of its quotas' lock keys: a stable signed 32-bit hash of the slug (a clash
+    between two tenants only makes them wait for each other, it never lets a count through)."""
+    return zlib.crc32(tenant.encode()) - 2**31
+
+
+def hold(s: Session, *names: str) -> None:
+    """Wait for this tenant's lock of each named quota (`LOCKS`), held until the transaction ends.
+
+    `s`: the tenant session whose transaction counts and then writes; a count made after this sees
+    every committed write of the quota. PostgreSQL only: on SQLite a write transaction is already
+    the only one.
+    """
+    conn = s.connection()
+    if conn.dialect.name != "postgresql":
+        return
+    for name in sorted(set(names), key=LOCKS.__getitem__):
+        conn.execute(_HOLD, {"tenant_key": lock_key(s.info["tenant"]), "quota_key": LOCKS[name]})
+
+
 def day_start(now: datetime) -> datetime:
     return datetime.combine(now.astimezone(timezone.utc).date(), time(), tzinfo=timezone.utc)
 
@@ -164,6 +200,7 @@ def ensure_room(what: str, used: int, adding: int, limit: int) -> None:
 def check_schedules(s: Session, quotas: Quotas, adding: int = 1) -> None:
     from almanac.platform.models import Schedule
 
+    hold(s, "schedules")
     ensure_room("schedules", s.execute(select(func.count()).select_from(Schedule)).scalar_one(), adding,
                 quotas.schedules)
 
@@ -177,11 +214,34 @@ def pending_jobs_used(dialect: str) -> Any:
     return select(func.count()).select_from(Job).where(Job.state == JOB_PENDING).scalar_subquery()
 
 
+class _PendingJobsHeld(FunctionElement[int]):
+    """The tenant schema's `almanac_pending_jobs_held_v1(tenant key, quota key)` (t0023, PostgreSQL)."""
+
+    type = BigInteger()
+    inherit_cache = True
+
+
+@compiles(_PendingJobsHeld, "postgresql")
+def _held_sql(element: _PendingJobsHeld, compiler: Any, **kw: Any) -> str:
+    # The function lives in the tenant's schema: named through the same schema placeholder as the
+    # tenant's tables, which the connection's schema_translate_map turns into the tenant's schema.
+    schema = compiler.preparer.quote_schema(compiler.preparer.schema_for_object(PENDING_JOB_COUNTS))
+    return f"{schema}.almanac_pending_jobs_held_v1({compiler.process(element.clauses, **kw)})"
+
+
+def pending_jobs_held() -> Any:
+    """PostgreSQL: the tenant's pending jobs, counted once its pending-jobs lock is held (to the end
+    of the transaction), so that a single statement may count them and insert exactly. The caller
+    binds `tenant_key` (`lock_key` of the tenant)."""
+    return _PendingJobsHeld(bindparam("tenant_key", type_=Integer), literal(LOCKS["pending_jobs"], Integer))
+
+
 def use_pending_jobs(s: Session) -> int:
     return int(s.execute(select(pending_jobs_used(s.get_bind().dialect.name))).scalar_one())
 
 
 def check_pending_jobs(s: Session, quotas: Quotas, adding: int = 1) -> None:
+    hold(s, "pending_jobs")
     ensure_room("pending jobs", use_pending_jobs(s), adding, quotas.pending_jobs)
 
 

@@ -280,7 +280,10 @@ def _first_read(dialect: str) -> Any:
     return select(
         _LOCKED.c.id, _LOCKED.c.state, _LOCKED.c.run_at, _LOCKED.c.created_at,
         select(Script.id).where(Script.id == bindparam("script_id")).scalar_subquery().label("script"),
-        case((_ADDS_PENDING, quotas.pending_jobs_used(dialect)), else_=None).label("used"),
+        # On PostgreSQL counted under the tenant's pending-jobs lock (`quotas.pending_jobs_held`), taken
+        # only by a PUT that adds a pending job and kept to the commit; SQLite's writers are serialised.
+        case((_ADDS_PENDING, quotas.pending_jobs_held() if dialect == "postgresql"
+              else quotas.pending_jobs_used(dialect)), else_=None).label("used"),
         select(quotas.TenantQuota.pending_jobs).where(quotas.TenantQuota.tenant_slug == bindparam("tenant"))
         .scalar_subquery().label("override"),
     ).select_from(select(literal(1).label("one")).subquery("one").outerjoin(_LOCKED, true()))
@@ -299,7 +302,8 @@ def put_job(s: Session, key: str, fields: dict[str, Any], now: datetime) -> tupl
     statements on the session's connection: one SELECT (the job locked, its script, the quota when it
     adds a pending job), the row, its occurrence through `planning`."""
     conn = s.connection()
-    first = conn.execute(_first_read(conn.dialect.name), {"key": key, "script_id": fields["script_id"], "tenant": s.info["tenant"]}).one()
+    first = conn.execute(_first_read(conn.dialect.name), {"key": key, "script_id": fields["script_id"], "tenant": s.info["tenant"],
+                                                   "tenant_key": quotas.lock_key(s.info["tenant"])}).one()
     existing = first if first.id is not None else None
     if first.script is None:
         raise NotFound(f"There is no script {fields['script_id']}.")
@@ -414,6 +418,7 @@ def kv_put(s: Session, key: str, value: Any, now: datetime) -> KV:
     text = dumps(value)
     if len(text.encode()) > 64 * 1024:
         raise ValidationError("A value may be at most 64 KiB of JSON.", details={"field": "value"})
+    quotas.hold(s, "kv")  # before the key's old size and the use are read
     row = s.get(KV, key)
     keys, size = quotas.kv_use(s)
     old = 0 if row is None else len(row.key.encode()) + len(row.value.encode())

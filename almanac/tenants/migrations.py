@@ -12,6 +12,8 @@ import logging
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +37,27 @@ def _config(tree: str, connection: Any, schema: str | None = None, settings: Any
     return cfg
 
 
+@contextmanager
+def _sqlite_foreign_keys_off(conn: Any) -> Iterator[None]:
+    """SQLite: foreign keys not enforced while migrations run, as SQLite's own recipe for rebuilding a
+    table asks (`migrations.sqlite_rebuild`: dropping a table would otherwise delete the rows that
+    refer to it). The pragma is a no-op inside a transaction, so it is set before one begins and set
+    back after the migrations' transaction has ended; the pooled connection leaves enforcing again."""
+    if conn.dialect.name != "sqlite":
+        yield
+        return
+    dbapi = conn.connection.dbapi_connection
+    dbapi.execute("PRAGMA foreign_keys=OFF")
+    try:
+        yield
+    finally:
+        if conn.in_transaction():
+            conn.rollback()
+        dbapi.execute("PRAGMA foreign_keys=ON")
+
+
 def upgrade_shared(db: Database) -> None:
-    with db.engine.connect() as conn:
+    with db.engine.connect() as conn, _sqlite_foreign_keys_off(conn):
         command.upgrade(_config("shared", conn), "head")
         conn.commit()
 
@@ -47,7 +68,7 @@ def upgrade_tenant(db: Database, slug: str) -> None:
     if not db.is_sqlite:
         with db.engine.begin() as conn:
             conn.execute(CreateSchema(schema, if_not_exists=True))
-    with db.tenant_connection(slug) as conn:
+    with db.tenant_connection(slug) as conn, _sqlite_foreign_keys_off(conn):
         command.upgrade(_config("tenant", conn, schema, db.settings), "head")
         if conn.in_transaction():
             conn.commit()

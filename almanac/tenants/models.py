@@ -7,13 +7,14 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from almanac.db import SharedBase, UTCDateTime
+from almanac.db import IDS_NEVER_REUSED, SharedBase, UTCDateTime
 
 ROLES = ("viewer", "editor", "admin")
 
 
 class Tenant(SharedBase):
     __tablename__ = "tenants"
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     slug: Mapped[str] = mapped_column(String(40), unique=True)
@@ -24,6 +25,7 @@ class Tenant(SharedBase):
 
 class User(SharedBase):
     __tablename__ = "users"
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     email: Mapped[str] = mapped_column(String(320), unique=True)
@@ -33,7 +35,7 @@ class User(SharedBase):
 
 class Membership(SharedBase):
     __tablename__ = "memberships"
-    __table_args__ = (UniqueConstraint("user_id", "tenant_id"),)
+    __table_args__ = (UniqueConstraint("user_id", "tenant_id"), IDS_NEVER_REUSED)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
@@ -47,6 +49,7 @@ class Membership(SharedBase):
 
 class ApiToken(SharedBase):
     __tablename__ = "api_tokens"
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
@@ -64,6 +67,7 @@ class Invitation(SharedBase):
     """A one-time link that makes whoever holds it (signed in with that email) a member."""
 
     __tablename__ = "invitations"
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
@@ -97,7 +101,7 @@ class AuditEntry(SharedBase):
     """One change made in a tenant: who (a person or a token), when, from where, what."""
 
     __tablename__ = "audit_entries"
-    __table_args__ = (Index("ix_audit_entries_tenant_id_id", "tenant_id", "id"),)
+    __table_args__ = (Index("ix_audit_entries_tenant_id_id", "tenant_id", "id"), IDS_NEVER_REUSED)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     tenant_id: Mapped[int] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"))
