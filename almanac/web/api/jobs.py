@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import BackgroundTasks, Path, Request, Response
+from pydantic import AfterValidator
 from fastapi.concurrency import run_in_threadpool
 
 from almanac import jsonsafe
 from almanac.platform import batch, job_create, service
 from almanac.platform.models import JOB_PENDING
 from almanac.web.api.schemas_batch import JobBatchIn, JobBatchOut, JobBatchResult
-from almanac.web.api.schemas_scheduler import JobIn, JobOut
+from almanac.web.api.schemas_scheduler import KEY_RULE, JobIn, JobOut, job_key
 from almanac.web.audit import TABLE as AUDIT_TABLE
 from almanac.web.audit import audit, entry_row
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/jobs", tags=["jobs"], read="viewer", write="editor")
 Key = Path(min_length=1, max_length=200)
+# A PUT names a job that may not exist yet: its key must be one every route can address. GET and DELETE
+# only look a key up (one stored before keys had a grammar included), so any key of `Key` will do.
+NewKey = Annotated[str, Path(min_length=1, max_length=200, description=f"The job's key: {KEY_RULE}."),
+                   AfterValidator(job_key)]
 
 
 def _out(session: Any, job: Any, next_run_at: Any = service.LOOK_UP) -> JobOut:
@@ -47,7 +52,7 @@ def put_jobs(body: JobBatchIn, session: TenantSession, principal: CurrentPrincip
 
 @router.put("/{key}", responses={201: {"description": "Created", "model": JobOut}})
 async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, services: ServicesDep,
-                  response: Response, key: str = Key) -> JobOut:
+                  response: Response, key: NewKey) -> JobOut:
     # Issue 19's hot path: the unit of work (what `TenantSession` would open and commit) runs in one
     # worker thread, not three (the dependency's start and end, and the route, each took one); this
     # process's wake-up runs in that thread too, once the commit is done (not in another after the answer).

@@ -16,6 +16,7 @@ from almanac.errors import AlmanacError, Forbidden, NotFound, ValidationError
 from almanac.platform import policies, service
 from almanac.platform.models import JOB_PENDING
 from almanac.platform.recurrence.zones import get_zone
+from almanac.sandbox.capabilities import job_key_problem
 from almanac.web.api.schemas_scheduler import JobIn
 from almanac.web.audit import audit
 from almanac.web.views import queries, run_detail
@@ -74,8 +75,9 @@ def new_job_page(request: Request, principal: PagePrincipal, services: ServicesD
 
 
 def _validated(values: dict[str, Any]) -> JobIn:
-    if not values["key"] or len(values["key"]) > KEY_MAX or "/" in values["key"]:
-        raise ValidationError(f"Key must be 1 to {KEY_MAX} characters, without '/'.")
+    problem = job_key_problem(values["key"])
+    if problem:  # the API's grammar: a key every page and route can address
+        raise ValidationError(f"Key: {problem}.")
     try:
         run_at = datetime.fromisoformat(values["run_at"])
     except ValueError:
