@@ -336,6 +336,32 @@ def cancel_job(s: Session, key: str, now: datetime) -> Job:
     return job
 
 
+def list_jobs(s: Session, *, state: str | None = None, root_key: str | None = None, limit: int = 50,
+              cursor: str | None = None) -> tuple[list[Job], str | None]:
+    """Newest first by creation (keyset pagination on id): replacing a job does not move it, so a
+    walk through the pages meets each job once. `next_cursor` continues after the last item."""
+    limit = max(1, min(limit, MAX_PAGE))
+    query = select(Job).order_by(Job.id.desc()).limit(limit + 1)
+    if state is not None:
+        query = query.where(Job.state == state)
+    if root_key is not None:
+        query = query.where(Job.root_key == root_key)
+    if cursor:
+        query = query.where(Job.id < decode_cursor(cursor, _JOB_CURSOR))
+    rows = list(s.execute(query).scalars())
+    page = rows[:limit]
+    return page, encode_cursor(page[-1].id, _JOB_CURSOR) if len(rows) > limit else None
+
+
+def jobs_next_run_at(s: Session, job_ids: list[int]) -> dict[int, datetime]:
+    """`job_next_run_at` of many jobs in one query; a job with nothing planned is absent."""
+    if not job_ids:
+        return {}
+    return dict(s.execute(select(Occurrence.job_id, func.min(Occurrence.scheduled_for)).where(
+        Occurrence.job_id.in_(job_ids), Occurrence.status.in_((PLANNED, QUEUED, RUNNING)))
+        .group_by(Occurrence.job_id)).all())
+
+
 LOOK_UP = object()  # `next_run_at` not known by the caller: ask the database
 
 
@@ -350,16 +376,19 @@ def job_next_run_at(s: Session, job: Any) -> datetime | None:
 # -- runs ---------------------------------------------------------------------------------
 
 
-def encode_cursor(run_id: int) -> str:
-    return base64.urlsafe_b64encode(f"r{run_id}".encode()).decode().rstrip("=")
+_JOB_CURSOR = "j"  # a list's cursors carry its own letter: one list's cursor is refused by another
 
 
-def decode_cursor(cursor: str) -> int:
+def encode_cursor(row_id: int, tag: str = "r") -> str:
+    return base64.urlsafe_b64encode(f"{tag}{row_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, tag: str = "r") -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        if not text.startswith("r"):
+        if not text.startswith(tag):
             raise ValueError
-        return int(text[1:])
+        return int(text[len(tag):])
     except ValueError:
         raise ValidationError("The cursor is not one this API gave out.", details={"field": "cursor"}) from None
 

@@ -225,6 +225,11 @@ class JobOut(BaseModel):
     updated_at: datetime
 
 
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None
+
+
 class FetchRecord(BaseModel):
     """One `fetch` of a run (SPEC section 9: no bodies); secret values appear as `[secret NAME]`."""
 
