@@ -357,9 +357,10 @@ def jobs_next_run_at(s: Session, job_ids: list[int]) -> dict[int, datetime]:
     """`job_next_run_at` of many jobs in one query; a job with nothing planned is absent."""
     if not job_ids:
         return {}
-    return dict(s.execute(select(Occurrence.job_id, func.min(Occurrence.scheduled_for)).where(
+    rows = s.execute(select(Occurrence.job_id, func.min(Occurrence.scheduled_for)).where(
         Occurrence.job_id.in_(job_ids), Occurrence.status.in_((PLANNED, QUEUED, RUNNING)))
-        .group_by(Occurrence.job_id)).all())
+        .group_by(Occurrence.job_id))
+    return {job_id: when for job_id, when in rows if job_id is not None}
 
 
 LOOK_UP = object()  # `next_run_at` not known by the caller: ask the database
