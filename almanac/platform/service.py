@@ -336,6 +336,9 @@ def cancel_job(s: Session, key: str, now: datetime) -> Job:
     return job
 
 
+_JOB_CURSOR = "j"  # each list's cursors carry its own letter (runs: "r"): one list refuses another's
+
+
 def list_jobs(s: Session, *, state: str | None = None, root_key: str | None = None, limit: int = 50,
               cursor: str | None = None) -> tuple[list[Job], str | None]:
     """Newest first by creation (keyset pagination on id): replacing a job does not move it, so a
@@ -375,9 +378,6 @@ def job_next_run_at(s: Session, job: Any) -> datetime | None:
 
 
 # -- runs ---------------------------------------------------------------------------------
-
-
-_JOB_CURSOR = "j"  # a list's cursors carry its own letter: one list's cursor is refused by another
 
 
 def encode_cursor(row_id: int, tag: str = "r") -> str:

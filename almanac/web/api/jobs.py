@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import BackgroundTasks, Path, Query, Request, Response
-from pydantic import AfterValidator
 from fastapi.concurrency import run_in_threadpool
+from pydantic import AfterValidator
 
 from almanac import jsonsafe
 from almanac.platform import batch, job_create, service
@@ -21,7 +21,7 @@ router = api_router(prefix="/jobs", tags=["jobs"], read="viewer", write="editor"
 Key = Path(min_length=1, max_length=200)
 JOB_STATES = (JOB_PENDING, JOB_DONE, JOB_CANCELLED)
 # A PUT names a job that may not exist yet: its key must be one every route can address. GET and DELETE
-# only look a key up (one stored before keys had a grammar included), so any key of `Key` will do.
+# only look a key up, and every stored key stays reachable that a path can carry, so they take any `Key`.
 NewKey = Annotated[str, Path(min_length=1, max_length=200, description=f"The job's key: {KEY_RULE}."),
                    AfterValidator(job_key)]
 

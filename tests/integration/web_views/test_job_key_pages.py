@@ -25,7 +25,7 @@ def editor(signed_in: Any, database: Any, now: Any) -> Any:
 
 def _job(b: Any, now: Any, key: str, root_key: str | None = None, depth: int = 0,
          created_by_run_id: int | None = None) -> None:
-    """A job row as a script's `schedule.at` or an older release may have left it."""
+    """A job row written directly: any key the table holds, whether the grammar allows it or not."""
     with b.db.tenant_session(b.tenant) as s:
         s.add(Job(key=key, script_id=b.script_id, run_at=now + timedelta(days=1), payload="null", max_attempts=3,
                   priority=0, state="pending", root_key=root_key or key, depth=depth,
@@ -43,7 +43,7 @@ def _hrefs(page: str) -> list[str]:
 
 def test_no_link_or_form_lets_a_key_reach_another_job(editor: Any, now: Any) -> None:
     _job(editor, now, "victim")
-    _job(editor, now, "x/../victim")  # stored before keys had one grammar: shown, never resolved to "victim"
+    _job(editor, now, "x/../victim")  # a key the grammar refuses, in the table: shown, never resolved to "victim"
     links = _hrefs(editor.get("/jobs").text)
     assert "/jobs/x%2F..%2Fvictim" in links and not any(h.startswith("/jobs/x/") for h in links)
 
