@@ -12,10 +12,13 @@ done, never wait on a prune):
    delivering, failed), with their fan-out marker, deliveries and delivery attempts; an event not yet
    fanned out, or still being delivered, stays (and with it the run the fan-out reads);
 2. runs created before the cutoff, in a final status, with no event left;
-3. occurrences that are done, were scheduled before the cutoff, and have no run left.
+3. occurrences that are done, were scheduled before the cutoff, and have no run left, except a job's
+   occurrence at the job's own `run_at`.
 
 So an unfinished run keeps its occurrence (not done) and itself (not final); an undelivered event
-keeps itself, its deliveries and its run. Jobs (the keys) and schedules are not history and stay.
+keeps itself, its deliveries and its run. Jobs (the keys) and schedules are not history and stay,
+and so does the one occurrence that says a job already ran at its `run_at` (at most one a job):
+SPEC section 8 promises that such a job is not run again unless `run_at` changes.
 This module sits beside `worker.py` (it reads both the platform's and delivery's tables).
 """
 
@@ -33,13 +36,13 @@ from sqlalchemy.orm import Session
 
 from almanac.db import Database
 from almanac.delivery.models import OPEN, Delivery, DeliveryAttempt, EventFanout
-from almanac.platform.models import DONE, Event, Occurrence, Run
+from almanac.platform.models import DONE, Event, Job, Occurrence, Run
 from almanac.platform.quotas import TenantQuota
 
 log = logging.getLogger("almanac.retention")
 
 EV, FO, D = Event.__table__, EventFanout.__table__, Delivery.__table__
-R, O = Run.__table__, Occurrence.__table__
+R, O, J = Run.__table__, Occurrence.__table__, Job.__table__
 FINAL = ("succeeded", "failed", "timed_out", "memory_exceeded", "skipped", "expired", "cancelled")
 DAYS_MAX = 36_500
 
@@ -112,7 +115,10 @@ def _old_runs(s: Session, cutoff: datetime, batch: int) -> list[int]:
 def _old_occurrences(s: Session, cutoff: datetime, batch: int) -> list[int]:
     return list(s.execute(
         select(O.c.id).where(O.c.status == DONE, O.c.scheduled_for < cutoff,
-                             ~exists().where(R.c.occurrence_id == O.c.id))  # its runs go first
+                             ~exists().where(R.c.occurrence_id == O.c.id),  # its runs go first
+                             # A job's occurrence at its run_at is its memory that it ran then: without
+                             # it, a PUT of the same run_at would run the job again (SPEC section 8).
+                             ~exists().where(J.c.id == O.c.job_id, J.c.run_at == O.c.scheduled_for))
         .order_by(O.c.scheduled_for).limit(batch)).scalars())
 
 

@@ -51,8 +51,9 @@ class TenantReads:
             "emits": MAX_EMITS_PER_RUN, "plans": policies.MAX_SCHEDULE_AT_PER_RUN,
             "chain_max": policies.MAX_FOLLOW_UPS, "ahead_days": policies.MAX_AHEAD.days,
             "latest": (self.now + policies.MAX_AHEAD).isoformat().replace("+00:00", "Z"),
-            # A schedule's (or a manual) run starts a chain of its own with each follow-up.
-            "chain": sorted(self.store.chain_keys(self.tenant, self.job_root)) if self.job_root else None,
+            # The jobs of the chain its follow-ups join: a run that is not a job's begins its own chain,
+            # which holds nothing yet (trials too: they plan nothing, but say what they would).
+            "chain": sorted(self.store.chain_keys(self.tenant, self.job_root)) if self.job_root else [],
         }
         quota_state = getattr(self.store, "quota_state", None)  # not part of the Store protocol
         if quota_state is not None:
@@ -62,14 +63,22 @@ class TenantReads:
         return room
 
 
-def refusal(s: Session, effects: Effects, charged: list[int] | None) -> str | None:
-    """Why these effects may not apply now (a quota, counted exactly in this transaction), or None.
+def refusal(s: Session, effects: Effects, charged: list[int] | None, chain_root: str | None = None) -> str | None:
+    """Why these effects may not apply now (a quota, or the length of the chain `chain_root` that the
+    follow-ups join, counted exactly in this transaction), or None.
 
     `charged` carries the batch's running use ([kv keys, kv bytes, pending jobs], read on the
     first call that needs it) so that the runs of one transaction are charged together.
     """
     if not effects.kv and not effects.jobs:
         return None
+    if effects.jobs and chain_root is not None:
+        # Runs of one chain may run side by side, each checked against what was committed when it ran.
+        chain = set(s.execute(select(J.c.key).where(J.c.root_key == chain_root)
+                              .limit(policies.MAX_FOLLOW_UPS + 1)).scalars())
+        problem = policies.chain_problem(len(chain | set(effects.jobs)))
+        if problem:
+            return problem
     limits = quotas.of(s)
     if charged is None or not charged:  # the first count of this transaction: the quotas' locks first
         quotas.hold(s, "kv", "pending_jobs")
@@ -114,6 +123,6 @@ def apply(s: Session, claim: Any, effects: Effects, now: datetime, *, postgres: 
     for key, (run_at, payload) in effects.jobs.items():
         fields = dict(script_id=claim.script_id, run_at=datetime.fromisoformat(run_at.replace("Z", "+00:00")),
                       payload=payload, expire_after_s=None, max_attempts=claim.policy.max_attempts, priority=0)
-        planning.upsert_job(s, key, fields, now=now, depth=depth,
-                            root_key=claim.job_root or key, created_by_run_id=claim.run_id)
+        planning.upsert_job(s, key, fields, now=now, depth=depth, root_key=claim.chain_root,
+                            created_by_run_id=claim.run_id)
 

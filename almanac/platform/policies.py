@@ -13,10 +13,11 @@ The numbers, in one place:
 - LEASE_MARGIN_S = 30: a claimed run holds its lease for the script's timeout
   plus this margin; only after that may another process declare it dead.
 - MAX_FOLLOW_UPS = 100: a chain of jobs made by `almanac.schedule.at` from one
-  root job holds at most 100 jobs in all, the root included (SPEC section 8):
-  every job descended from it counts, not the depth (10 per level reached
-  1,110 jobs when depth was counted). A run refused for this, or any other
-  platform limit, is not retried.
+  root holds at most 100 jobs in all (SPEC section 8): every job descended from
+  it counts, not the depth. The root is the run that began it: a job's run
+  extends its job's chain (the root job counts), any other run (a schedule's
+  occurrence, a manual run) begins a chain of its own, named by `chain_root`.
+  A run refused for this, or any other platform limit, is not retried.
 - MAX_AHEAD = 366 days: a follow-up may not be planned further ahead.
 - MAX_SCHEDULE_AT_PER_RUN = 50: upserts one run may make.
 - MAX_MISSED_RECORDED = 100: skipped/expired history rows written for one
@@ -27,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+
+from almanac.sandbox.capabilities import RUN_CHAIN_PREFIX
 
 MISFIRE_GRACE_S = 60
 LEASE_MARGIN_S = 30.0
@@ -149,17 +152,36 @@ def renewal_due(held_until: datetime, now: datetime, timeout_ms: int, margin_s: 
     return held_until <= lease_until(now, timeout_ms, margin_s) - every
 
 
+def chain_root(job_root: str | None, run_id: int) -> str:
+    """The root key of the chain that a run's follow-ups join: its job's chain, or, for a run that is
+    not a job's (a schedule's occurrence, a manual run), a chain the run itself begins."""
+    return job_root if job_root is not None else f"{RUN_CHAIN_PREFIX}{run_id}"
+
+
+def run_of_chain(root_key: str) -> int | None:
+    """The run that began the chain `root_key`, or None for a chain that a job began."""
+    number = root_key[len(RUN_CHAIN_PREFIX):] if root_key.startswith(RUN_CHAIN_PREFIX) else ""
+    return int(number) if number.isdigit() else None
+
+
+def chain_problem(chain_size: int) -> str | None:
+    """Why a chain may not hold `chain_size` jobs, or None."""
+    if chain_size > MAX_FOLLOW_UPS:
+        return f"a chain of jobs from one root may hold at most {MAX_FOLLOW_UPS} jobs in all"
+    return None
+
+
 def follow_up_problem(chain_size: int, run_at: datetime, now: datetime, made_in_run: int) -> str | None:
     """Why a script's `schedule.at` must be refused, or None if it may be planned.
 
-    `chain_size` is how many jobs the follow-up's chain would hold with it (its
-    root and every job descended from that root; a schedule's run starts a new
-    chain, of 1).
+    `chain_size` is how many jobs the follow-up's chain would hold with it (every
+    job of the chain's root; a chain begun by this run holds only its follow-ups).
     """
     if made_in_run >= MAX_SCHEDULE_AT_PER_RUN:
         return f"a run may plan at most {MAX_SCHEDULE_AT_PER_RUN} jobs"
-    if chain_size > MAX_FOLLOW_UPS:
-        return f"a chain of jobs from one root may hold at most {MAX_FOLLOW_UPS} jobs in all"
+    problem = chain_problem(chain_size)
+    if problem:
+        return problem
     if run_at - now > MAX_AHEAD:
         return f"a job may be planned at most {MAX_AHEAD.days} days ahead"
     return None

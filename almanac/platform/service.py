@@ -348,6 +348,36 @@ def cancel_job(s: Session, key: str, now: datetime) -> Job:
     return job
 
 
+_JOB_CURSOR = "j"  # each list's cursors carry its own letter (runs: "r"): one list refuses another's
+
+
+def list_jobs(s: Session, *, state: str | None = None, root_key: str | None = None, limit: int = 50,
+              cursor: str | None = None) -> tuple[list[Job], str | None]:
+    """Newest first by creation (keyset pagination on id): replacing a job does not move it, so a
+    walk through the pages meets each job once. `next_cursor` continues after the last item."""
+    limit = max(1, min(limit, MAX_PAGE))
+    query = select(Job).order_by(Job.id.desc()).limit(limit + 1)
+    if state is not None:
+        query = query.where(Job.state == state)
+    if root_key is not None:
+        query = query.where(Job.root_key == root_key)
+    if cursor:
+        query = query.where(Job.id < decode_cursor(cursor, _JOB_CURSOR))
+    rows = list(s.execute(query).scalars())
+    page = rows[:limit]
+    return page, encode_cursor(page[-1].id, _JOB_CURSOR) if len(rows) > limit else None
+
+
+def jobs_next_run_at(s: Session, job_ids: list[int]) -> dict[int, datetime]:
+    """`job_next_run_at` of many jobs in one query; a job with nothing planned is absent."""
+    if not job_ids:
+        return {}
+    rows = s.execute(select(Occurrence.job_id, func.min(Occurrence.scheduled_for)).where(
+        Occurrence.job_id.in_(job_ids), Occurrence.status.in_((PLANNED, QUEUED, RUNNING)))
+        .group_by(Occurrence.job_id))
+    return {job_id: when for job_id, when in rows if job_id is not None}
+
+
 LOOK_UP = object()  # `next_run_at` not known by the caller: ask the database
 
 
@@ -362,14 +392,14 @@ def job_next_run_at(s: Session, job: Any) -> datetime | None:
 # -- runs ---------------------------------------------------------------------------------
 
 
-def encode_cursor(run_id: int) -> str:
-    return base64.urlsafe_b64encode(f"r{run_id}".encode()).decode().rstrip("=")
+def encode_cursor(row_id: int, tag: str = "r") -> str:
+    return base64.urlsafe_b64encode(f"{tag}{row_id}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> int:
+def decode_cursor(cursor: str, tag: str = "r") -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        number = jsonsafe.parse_id(text[1:]) if text.startswith("r") else None
+        number = jsonsafe.parse_id(text[len(tag):]) if text.startswith(tag) else None
         if number is None:  # not ours, or past any id the store holds (PostgreSQL would refuse it)
             raise ValueError
         return number

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from almanac.platform import policies
 from almanac.platform.policies import Policy
 from almanac.sandbox.contract import RunResult
 
@@ -42,7 +43,7 @@ class Claim:
     job_id: int | None
     job_key: str | None
     job_depth: int | None  # None for a schedule's run (its follow-ups start a chain)
-    job_root: str | None
+    job_root: str | None  # the chain of the job's own run; None for any other run
     script_id: int
     script_version: int
     source: str
@@ -50,6 +51,11 @@ class Claim:
     memory_mb: int
     payload: Any
     policy: Policy  # snapshot taken at claim time: decides the retry on finish
+
+    @property
+    def chain_root(self) -> str:
+        """The chain its follow-ups join (`policies.chain_root`): its job's, or one this run begins."""
+        return policies.chain_root(self.job_root, self.run_id)
 
     def event(self, now_iso: str) -> dict[str, Any]:
         """The event the script receives (SPEC section 6)."""

@@ -257,7 +257,7 @@ class RecordMixin:
         out = []
         for (claim, result, started, now), retry in ok:
             if result.status == "succeeded" and result.effects:
-                problem = run_effects.refusal(s, result.effects, charged)
+                problem = run_effects.refusal(s, result.effects, charged, claim.chain_root)
                 if problem is None:
                     run_effects.apply(s, claim, result.effects, now, postgres=self.is_postgres)
                 else:

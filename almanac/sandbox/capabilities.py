@@ -34,6 +34,9 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan
 KV_KEY_MAX = 512  # characters of a kv key (and a kv.list prefix)
 TOPIC_MAX = 200
 JOB_KEY_MAX = 200
+# The root key of a chain of follow-ups that a run other than a job's started ("run:812"): reserved,
+# so that no job key can join such a chain by its name.
+RUN_CHAIN_PREFIX = "run:"
 
 
 class CapabilityError(Exception):
@@ -106,6 +109,26 @@ def parse_when(when: Any) -> str:
     return parsed.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
 
 
+def job_key_problem(key: str) -> str | None:
+    """Why `key` cannot name a job, or None: the one grammar of job keys (SPEC section 8), for the API's
+    routes, its batches, the pages and `schedule.at` alike.
+
+    A key is one path segment of `/api/v1/jobs/{key}` and of the pages' links and forms, so every
+    route can address it, percent-encoded: no `/` (a server decodes `%2F` before it routes), not
+    `.` or `..` (clients resolve those as segments), no control characters and no surrounding
+    spaces (a form could not give them back), and not the prefix of a run's chain.
+    """
+    if not 1 <= len(key) <= JOB_KEY_MAX:
+        return f"a job key is 1 to {JOB_KEY_MAX} characters"
+    if "/" in key or key in (".", ".."):
+        return "a job key may not contain '/' or be '.' or '..'"
+    if any(ord(c) < 32 or ord(c) == 127 for c in key) or key != key.strip():
+        return "a job key may not contain control characters or begin or end with a space"
+    if key.startswith(RUN_CHAIN_PREFIX):
+        return f"a job key may not begin with {RUN_CHAIN_PREFIX!r} (the chains that runs start are named so)"
+    return None
+
+
 def _key(key: Any) -> str:
     return _text("key", key, KV_KEY_MAX)
 
@@ -122,6 +145,9 @@ def _emit_args(topic: Any, data: Any, limit: int) -> tuple:
 
 def _schedule_args(when: Any, payload: Any, key: Any, limit: int) -> tuple:
     key = None if key is None else _text("key", key, JOB_KEY_MAX)
+    problem = None if key is None else job_key_problem(key)
+    if problem:
+        raise CapabilityError(f"schedule.at: {problem}")
     text = stored("schedule payload", payload, limit)
     return parse_when(when), text, key
 

@@ -8,7 +8,8 @@ would do, in the same order and with the same functions:
 
 - the bearer token only from the `TokenCache` (its secret checked against the stored hash);
 - the router's write role (`RoleGate`), `safe_body`'s `jsonsafe.check` of the JSON body, the path
-  parameter's bounds and text (`safe_params`), and the body validated by the route's own body field (`JobIn`);
+  parameter's grammar (`job_key_problem`, as the route's `NewKey` checks it) and text (`safe_params`), and
+  the body validated by the route's own body field (`JobIn`);
 - the route's own endpoint (`api.jobs.put_job`, the same function: one unit of work, its audit
   entry, the wake-up at commit), answered through the route's response field as FastAPI serializes
   it; an `AlmanacError` becomes the envelope the app's handler would send.
@@ -28,12 +29,12 @@ from fastapi import Request, Response
 
 from almanac import jsonsafe
 from almanac.errors import AlmanacError
+from almanac.sandbox.capabilities import job_key_problem
 from almanac.web.api import jobs
 from almanac.web.deps import _bearer
 from almanac.web.errors import envelope
 
 PREFIX = "/api/v1/jobs/"
-KEY_MAX = 200  # jobs.Key's max_length
 
 
 def _route() -> Any:
@@ -69,7 +70,7 @@ class FastPut:
         app = scope["app"]
         key = scope["path"][len(PREFIX):]
         if (not getattr(app.state, "fast_put", True) or app.dependency_overrides or scope.get("root_path")
-                or not key or "/" in key or len(key) > KEY_MAX or message.get("more_body")
+                or job_key_problem(key) or message.get("more_body")
                 or message["type"] != "http.request" or not _storable(key)):
             return False
         request = Request(scope, receive)

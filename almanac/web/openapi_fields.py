@@ -34,7 +34,7 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "count": ("How many next occurrences to answer (1-50).", 10),
     "cpu_ms": ("The CPU time the script used, in milliseconds (null for runs recorded before it was kept).", 12),
     "created_at": ("When it was created (UTC).", "2026-11-20T09:00:00Z"),
-    "depth": ("How many jobs planned it in a row from a schedule's run (0: planned from outside).", 0),
+    "depth": ("How many runs planned it in a row from its chain's root (0: planned from outside).", 0),
     "description": ("The rule in English, with its time zone.", "every weekday at 9:00 AM (Europe/Berlin)"),
     "duration_ms": ("How long the script ran, in milliseconds.", 42),
     "email": ("The person's email address.", "bo@example.com"),
@@ -93,7 +93,8 @@ FIELDS: dict[str, tuple[str, Any]] = {
     "retry_backoff_s": ("Seconds before the first retry; doubled for each further one.", 10),
     "revoked_at": ("When the token was revoked (UTC), if it was.", None),
     "role": ("`admin`, `editor` or `viewer`.", "editor"),
-    "root_key": ("The key of the first job of its chain.", "recheck-7"),
+    "root_key": ("The root of its chain of follow-ups: the key of the job that began it, or `run:<id>` "
+                 "when a schedule's or a manual run did.", "recheck-7"),
     "rrule": ("The canonical RFC 5545 form of the rule (DTSTART with TZID, then RRULE lines).",
               "DTSTART;TZID=Europe/Berlin:20261201T090000\nRRULE:FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR"),
     "rule": ("When it runs: RFC 5545, cron, English (`every weekday at 9am`) or one ISO date-time.",

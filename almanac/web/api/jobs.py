@@ -1,23 +1,29 @@
-"""One-off jobs by key (SPEC section 8): PUT creates or replaces, DELETE cancels."""
+"""One-off jobs by key (SPEC section 8): PUT creates or replaces, DELETE cancels, GET lists or reads one."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import BackgroundTasks, Path, Request, Response
+from fastapi import BackgroundTasks, Path, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
+from pydantic import AfterValidator
 
 from almanac import jsonsafe
 from almanac.platform import batch, job_create, service
-from almanac.platform.models import JOB_PENDING
+from almanac.platform.models import JOB_CANCELLED, JOB_DONE, JOB_PENDING
 from almanac.web.api.schemas_batch import JobBatchIn, JobBatchOut, JobBatchResult
-from almanac.web.api.schemas_scheduler import JobIn, JobOut
+from almanac.web.api.schemas_scheduler import KEY_RULE, JobIn, JobOut, JobPage, job_key
 from almanac.web.audit import TABLE as AUDIT_TABLE
 from almanac.web.audit import audit, entry_row
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/jobs", tags=["jobs"], read="viewer", write="editor")
 Key = Path(min_length=1, max_length=200)
+JOB_STATES = (JOB_PENDING, JOB_DONE, JOB_CANCELLED)
+# A PUT names a job that may not exist yet: its key must be one every route can address. GET and DELETE
+# only look a key up, and every stored key stays reachable that a path can carry, so they take any `Key`.
+NewKey = Annotated[str, Path(min_length=1, max_length=200, description=f"The job's key: {KEY_RULE}."),
+                   AfterValidator(job_key)]
 
 
 def _out(session: Any, job: Any, next_run_at: Any = service.LOOK_UP) -> JobOut:
@@ -29,6 +35,23 @@ def _out(session: Any, job: Any, next_run_at: Any = service.LOOK_UP) -> JobOut:
         next_run_at=next_run_at, root_key=job.root_key, depth=job.depth,
         created_at=job.created_at, updated_at=job.updated_at,
     )
+
+
+@router.get("")
+def list_jobs(
+    session: TenantSession,
+    status: str | None = Query(default=None, pattern=f"^({'|'.join(JOB_STATES)})?$",
+                               description="Only jobs in this state: `pending`, `done` or `cancelled`."),
+    root_key: str | None = Query(default=None, max_length=200, description="Only the jobs of this chain."),
+    limit: int = Query(default=50, ge=1, le=service.MAX_PAGE),
+    cursor: str | None = Query(default=None, max_length=100),
+) -> JobPage:
+    """Newest first (by creation: a replaced job keeps its place), in pages with `next_cursor`."""
+    # An empty parameter (SPEC's own `?status=&root_key=&cursor=`) filters nothing.
+    rows, next_cursor = service.list_jobs(session, state=status or None, root_key=root_key or None, limit=limit,
+                                          cursor=cursor)
+    planned = service.jobs_next_run_at(session, [job.id for job in rows])
+    return JobPage(items=[_out(session, job, planned.get(job.id)) for job in rows], next_cursor=next_cursor)
 
 
 @router.post("/batch")
@@ -47,7 +70,7 @@ def put_jobs(body: JobBatchIn, session: TenantSession, principal: CurrentPrincip
 
 @router.put("/{key}", responses={201: {"description": "Created", "model": JobOut}})
 async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, services: ServicesDep,
-                  response: Response, key: str = Key) -> JobOut:
+                  response: Response, key: NewKey) -> JobOut:
     # Issue 19's hot path: the unit of work (what `TenantSession` would open and commit) runs in one
     # worker thread, not three (the dependency's start and end, and the route, each took one); this
     # process's wake-up runs in that thread too, once the commit is done (not in another after the answer).

@@ -11,9 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from almanac.platform.batch import BATCH_MAX
-from almanac.web.api.schemas_scheduler import JobIn, ScheduleIn, ScheduleOut, Strict
+from almanac.web.api.schemas_scheduler import JobIn, JobKey, ScheduleIn, ScheduleOut, Strict
 
-KEY_MAX = 200
 
 _JOB_EXAMPLE: Any = {"key": "remind-order-7", "script_id": 1, "run_at": "2026-12-01T09:00:00Z", "payload": {"order": 7}}
 _SCHEDULE_EXAMPLE: Any = {"name": "weekday report", "script_id": 1, "rule": "every weekday at 9am",
@@ -21,8 +20,7 @@ _SCHEDULE_EXAMPLE: Any = {"name": "weekday report", "script_id": 1, "rule": "eve
 
 
 class JobBatchItem(JobIn):
-    key: str = Field(min_length=1, max_length=KEY_MAX, description="The job's key, as in PUT /api/v1/jobs/{key}; "
-                     "at most once per batch.")
+    key: JobKey = Field(description="The job's key, as in PUT /api/v1/jobs/{key}; at most once per batch.")
 
 
 class JobBatchIn(Strict):

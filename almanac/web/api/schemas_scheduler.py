@@ -13,6 +13,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from almanac import jsonsafe
+from almanac.sandbox.capabilities import JOB_KEY_MAX, job_key_problem
 
 PAYLOAD_MAX = 64 * 1024
 SOURCE_MAX = 256 * 1024
@@ -42,12 +43,24 @@ def _aware_instant(value: datetime) -> datetime:
     return jsonsafe.check_instant(value, need_offset=True)
 
 
+def job_key(key: str) -> str:
+    """A job key as SPEC section 8 allows it (`capabilities.job_key_problem`: the grammar `schedule.at` has too)."""
+    problem = job_key_problem(key)
+    if problem:
+        raise ValueError(problem)
+    return key
+
+
 Payload = Annotated[Any, AfterValidator(_small_json)]
 # A date-time that no offset or time zone can push past the calendar; `AwareInstant` needs its offset.
 Instant = Annotated[datetime, Field(strict=False), BeforeValidator(_date_text), AfterValidator(_instant)]
 AwareInstant = Annotated[datetime, Field(strict=False), BeforeValidator(_date_text), AfterValidator(_aware_instant)]
 Id = Annotated[int, Field(ge=1, le=ID_MAX)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
+KEY_RULE = ("1 to 200 characters, without '/' or control characters, not '.' or '..', not beginning or ending "
+            "with a space, and not beginning with 'run:'")
+JobKey = Annotated[str, Field(min_length=1, max_length=JOB_KEY_MAX, description=f"The job's key: {KEY_RULE}."),
+                   AfterValidator(job_key)]
 Misfire = Literal["run_once", "run_all", "skip"]
 Overlap = Literal["skip", "queue", "allow"]
 
@@ -210,6 +223,11 @@ class JobOut(BaseModel):
     depth: int
     created_at: datetime
     updated_at: datetime
+
+
+class JobPage(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None
 
 
 class FetchRecord(BaseModel):

@@ -17,7 +17,7 @@ import secrets
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import APIRouter, Depends, Request
@@ -111,8 +111,15 @@ def _when_text_filter(context: Any, value: datetime | None, zone: ZoneInfo | str
     return format_when(value, zone or context.get("viewer_tz"))
 
 
+def _segment_filter(value: Any) -> str:
+    """`{{ job.key|segment }}`: a name as one path segment of a link or form. Jinja's `urlencode` keeps
+    '/', so a key "x/../victim" would lead to another job's page, or post to its Cancel."""
+    return quote(str(value), safe="")
+
+
 templates.env.filters["when"] = pass_context(_when_filter)
 templates.env.filters["when_text"] = pass_context(_when_text_filter)
+templates.env.filters["segment"] = _segment_filter
 
 
 # -- session and CSRF ---------------------------------------------------------------

@@ -13,9 +13,10 @@ from fastapi.responses import Response
 from pydantic import ValidationError as PydanticError
 
 from almanac.errors import AlmanacError, Forbidden, NotFound, ValidationError
-from almanac.platform import service
+from almanac.platform import policies, service
 from almanac.platform.models import JOB_PENDING
 from almanac.platform.recurrence.zones import get_zone
+from almanac.sandbox.capabilities import job_key_problem
 from almanac.web.api.schemas_scheduler import JobIn
 from almanac.web.audit import audit
 from almanac.web.views import queries, run_detail
@@ -46,8 +47,9 @@ def chain_page(request: Request, root: str, principal: PagePrincipal, services: 
         steps = run_detail.chain(session, root)
         scripts = queries.script_names(session)
     if not steps:
-        raise NotFound(f"There is no chain started by job {root!r}.")
-    return render(request, "job_chain.html", root=root, steps=steps, scripts=scripts)
+        raise NotFound(f"There is no chain with the root {root!r}.")
+    return render(request, "job_chain.html", root=root, steps=steps, scripts=scripts,
+                  root_run=policies.run_of_chain(root))
 
 
 def _form_page(request: Request, principal: PagePrincipal, services: ServicesDep, values: dict[str, Any],
@@ -73,8 +75,9 @@ def new_job_page(request: Request, principal: PagePrincipal, services: ServicesD
 
 
 def _validated(values: dict[str, Any]) -> JobIn:
-    if not values["key"] or len(values["key"]) > KEY_MAX or "/" in values["key"]:
-        raise ValidationError(f"Key must be 1 to {KEY_MAX} characters, without '/'.")
+    problem = job_key_problem(values["key"])
+    if problem:  # the API's grammar: a key every page and route can address
+        raise ValidationError(f"Key: {problem}.")
     try:
         run_at = datetime.fromisoformat(values["run_at"])
     except ValueError:
@@ -118,7 +121,8 @@ def job_page(request: Request, key: str, principal: PagePrincipal, services: Ser
         runs, _ = service.list_runs(session, job_key=key, limit=20)
         script = queries.script_names(session).get(job.script_id, f"#{job.script_id}")
     return render(request, "job.html", job=job, next_run=next_run, runs=runs, script=script,
-                  payload=json.loads(job.payload), pending=job.state == JOB_PENDING)
+                  payload=json.loads(job.payload), pending=job.state == JOB_PENDING,
+                  root_run=policies.run_of_chain(job.root_key))
 
 
 @router.post("/jobs/{key}/cancel")
