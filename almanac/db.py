@@ -263,8 +263,8 @@ class Database:
 
 
 # A pooled PostgreSQL connection idle longer than this is pinged before use. SQLAlchemy's
-# pool_pre_ping pings at every checkout: a round trip that was a fifth of a single PUT's time
-# (issue 19). A connection checked in a moment ago was alive a moment ago; one that sat in the
+# pool_pre_ping pings at every checkout: a round trip that was a fifth of a single PUT's time.
+# A connection checked in a moment ago was alive a moment ago; one that sat in the
 # pool across a database restart or a dropped socket is found dead by the ping and replaced.
 PING_IDLE_S = 1.0
 

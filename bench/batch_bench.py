@@ -1,4 +1,4 @@
-"""Creating work through the API on PostgreSQL (issue 19): single PUTs, job batches, and schedule set-up by batches.
+"""Creating work through the API on PostgreSQL: single PUTs, job batches, and schedule set-up by batches.
 
     .venv/bin/python bench/batch_bench.py                                   # quick: 2,000 PUTs, 20,000 batched jobs,
                                                                             #   20 tenants x 1,000 schedules

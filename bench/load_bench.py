@@ -1,4 +1,4 @@
-"""The scheduler under load (issue 17, SPEC section 11): slow bursts, a noisy tenant, the 09:00 herd.
+"""The scheduler under load (SPEC section 11): slow bursts, a noisy tenant, the 09:00 herd.
 
     .venv/bin/python bench/load_bench.py [--scenario slow,quiet,herd] [--runner sim|sandbox]
         [--slow-jobs 600 --slow-ms 300 --lease-margin 30]
@@ -27,7 +27,7 @@ real busy-waiting script in the real pool (CPU-bound: the slow scenario then tak
 the two cores for its whole drain).
 
 With `--code DIR` the scheduler is imported from another checkout (e.g. the code before
-issue 17, `git archive <commit> | tar -x -C DIR`), for a before/after on one box.
+`git archive <commit> | tar -x -C DIR`), for a before/after on one box.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ class Bench:
             runner.ready(120)
         store = SqlStore(self.db, lease_margin_s=self.args.lease_margin)
         kwargs: dict[str, Any] = dict(workers=runner.runs_in_flight())
-        if "parallel" in inspect.signature(Scheduler).parameters:  # not in the code before issue 17
+        if "parallel" in inspect.signature(Scheduler).parameters:  # older trees have no `parallel`
             kwargs.update(parallel=self.args.processes, tenant_max_share=self.settings.tenant_max_share)
         return Scheduler(store, runner, SystemClock(), lambda: list(self.tenants), **kwargs), runner
 

@@ -1,4 +1,4 @@
-"""Claim latency while history is pruned (issue 19), on PostgreSQL.
+"""Claim latency while history is pruned, on PostgreSQL.
 
     .venv/bin/python bench/retention_bench.py                  # 200,000 old runs (1,000,000 old rows)
     .venv/bin/python bench/retention_bench.py --old 2000000    # the issue's 10 million rows

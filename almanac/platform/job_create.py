@@ -1,4 +1,4 @@
-"""A new job in one statement on PostgreSQL: the single PUT's common case (issue 19: 500 PUTs a second).
+"""A new job in one statement on PostgreSQL: the single PUT's common case (500 PUTs a second).
 
 `service.put_job` is a transaction of six round trips: BEGIN, a read (the job locked, its script,
 the quota), the job, its occurrence, the caller's audit entry, COMMIT. For a key that does not exist

@@ -2,7 +2,7 @@
 
 A PostgreSQL backend builds a cache entry for every table and index it opens, the first time
 it opens it, and plans its statements with them: meeting a tenant's tables cold cost a backend
-~0.2-0.6 ms a table, where warm the same statement planned in ~0.04 ms (EXPLAIN, issue 19). The
+~0.2-0.6 ms a table, where warm the same statement planned in ~0.04 ms (EXPLAIN). The
 claim passes and the records of a burst over 1,000 tenants took whichever pooled connection
 was free, so a tenant met several backends, each of them cold, and half of PostgreSQL's time
 went to planning.

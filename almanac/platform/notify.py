@@ -67,7 +67,7 @@ def notify_in(session: Any, slug: str) -> None:
     """A wake-up sent by the caller's own transaction: PostgreSQL delivers it at the commit (and drops
     it on a rollback). One statement, where `Notifier.notify` takes a connection and a transaction."""
     if is_postgres(session.get_bind()):
-        session.connection().execute(_NOTIFY, {"slug": slug})  # one statement built once (issue 19's PUT)
+        session.connection().execute(_NOTIFY, {"slug": slug})  # one statement built once
 
 
 _NOTIFY = select(func.pg_notify(CHANNEL, bindparam("slug")))

@@ -263,7 +263,7 @@ class PutJob:
     updated_at: datetime
 
 
-# The single PUT's statements (issue 19), built once: SQLAlchemy Core caches their compilation by
+# The single PUT's statements, built once: SQLAlchemy Core caches their compilation by
 # statement, so a PUT pays no ORM unit of work and no statement construction.
 _J = cast(Table, Job.__table__)
 # One round trip for what a PUT reads first: the job (locked; only what a replacement keeps or compares,

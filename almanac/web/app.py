@@ -59,7 +59,7 @@ def create_app(
 
     app = FastAPI(title="Almanac", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     # Added first, so it runs inside BodyLimit (bodies already limited): serves the common single PUT
-    # of a job without FastAPI's dependency solving and routing (issue 19); all else passes through.
+    # of a job without FastAPI's dependency solving and routing; all else passes through.
     app.add_middleware(FastPut)
     app.add_middleware(BodyLimit)  # 413 for bodies over 1 MiB, before they are read whole
     docs.install(app, settings.guide_dir)  # /docs and /redoc from packaged assets (no CDN), /guide

@@ -32,7 +32,7 @@ def audit(session: Session, action: str, target: str | None = None, changes: Any
           request: Request | None = None, redact: tuple[str, ...] = (), at_once: bool = False) -> None:
     """Record the entry in the session's unit of work. `at_once`: inserted now with Core on the
     session's connection, not added to the ORM session for its flush (a hot route whose unit of work
-    has no ORM objects: issue 19's single PUT); the same row, in the same transaction."""
+    has no ORM objects: the single PUT); the same row, in the same transaction."""
     request = request or session.info.get(REQUEST_KEY)
     if request is None:
         raise RuntimeError("audit() needs the request: pass request= or use a session from deps")

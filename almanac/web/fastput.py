@@ -1,4 +1,4 @@
-"""`PUT /api/v1/jobs/{key}` without FastAPI's per-request machinery (issue 19: 500 single PUTs a second).
+"""`PUT /api/v1/jobs/{key}` without FastAPI's per-request machinery (500 single PUTs a second).
 
 A profile of the route showed about a third of a PUT's server CPU in FastAPI's dependency solving,
 its route matching over every route of the app, and the exception and exit-stack layers; the work

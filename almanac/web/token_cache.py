@@ -1,4 +1,4 @@
-"""API tokens verified a moment ago are not looked up again (issue 19: the token lookup was a
+"""API tokens verified a moment ago are not looked up again (the token lookup was a
 transaction of its own on every request, 4 of a PUT's ~20 round trips to the database).
 
 An entry keeps the principal and the stored SHA-256 of the token's secret for `ttl_s` seconds

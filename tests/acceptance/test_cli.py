@@ -35,7 +35,7 @@ def test_a_tenant_from_the_command_line_to_an_api_call(env: dict[str, str]) -> N
     try:
         with server.client(plaintext) as client:
             me = client.get("/api/v1/tenant").json()
-            quotas = me.pop("quotas")  # with each quota's use (issue 15)
+            quotas = me.pop("quotas")  # with each quota's use
             assert me == {"slug": "acme", "name": "Acme Inc", "role": "editor", "min_interval_seconds": 30}
             assert quotas["schedules"]["limit"] == 10_000 and quotas["schedules"]["used"] == 0
             assert client.get("/api/v1/tokens").json()["error"]["code"] == "forbidden"

@@ -1,4 +1,4 @@
-"""Operating pages in chromium (issue 22): light and dark, 1280 and 390 px, tables that scroll in
+"""Operating pages in chromium: light and dark, 1280 and 390 px, tables that scroll in
 their own box, times to the second with the millisecond on hover, live rows, charts, chains.
 Screenshots land in tests/artifacts/operating-*.png."""
 

@@ -1,4 +1,4 @@
-"""A schedule authored in chromium (issue 21): the rule builder filled back from a saved rule and showing
+"""A schedule authored in chromium: the rule builder filled back from a saved rule and showing
 only the fields its frequency uses, a DST move flagged beside its date, Run with payload from the
 schedule's page, and the schedule's own calendar; screenshots at 1280 and 390 px, light and dark."""
 

@@ -1,4 +1,4 @@
-"""Issue 15 item 6: request bodies over 1 MiB answer 413 `payload_too_large`, before being read whole."""
+"""request bodies over 1 MiB answer 413 `payload_too_large`, before being read whole."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 15 item 7: per-tenant quotas (SPEC section 3) with operator overrides, use in GET /tenant, 429
+"""per-tenant quotas (SPEC section 3) with operator overrides, use in GET /tenant, 429
 `quota_exceeded` when passed; a script's kv.set rejects; a run over the daily budget is recorded `skipped`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 18 item 2, end to end (real sandbox, real SQLite, through the API's run-now): one run
+"""one run
 contract; a run's writes are buffered and applied exactly once with its finish, and not at all
 if it does not succeed; reads see the run's own writes; sizes are UTF-8 bytes of stored JSON."""
 

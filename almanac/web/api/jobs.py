@@ -71,7 +71,7 @@ def put_jobs(body: JobBatchIn, session: TenantSession, principal: CurrentPrincip
 @router.put("/{key}", responses={201: {"description": "Created", "model": JobOut}})
 async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, services: ServicesDep,
                   response: Response, key: NewKey) -> JobOut:
-    # Issue 19's hot path: the unit of work (what `TenantSession` would open and commit) runs in one
+    # The hot path: the unit of work (what `TenantSession` would open and commit) runs in one
     # worker thread, not three (the dependency's start and end, and the route, each took one); this
     # process's wake-up runs in that thread too, once the commit is done (not in another after the answer).
     def work() -> tuple[JobOut, bool]:

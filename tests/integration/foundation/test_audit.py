@@ -1,4 +1,4 @@
-"""Issue 15 item 8: every change is audited (who, when, from where, what; never a secret)."""
+"""every change is audited (who, when, from where, what; never a secret)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """PostgreSQL: a pooled connection is pinged before use only if it sat idle, and a dead one is replaced.
 
 SQLAlchemy's `pool_pre_ping` pinged at every checkout, a round trip that was a fifth of a single
-PUT's time (issue 19). The check that replaces it must still find a connection the database
+PUT's time. The check that replaces it must still find a connection the database
 dropped while it sat in the pool.
 """
 

@@ -132,7 +132,7 @@ def _catalog(db: Database, slug: str) -> dict[str, list[tuple[object, ...]]]:
 
 def test_a_new_tenant_from_the_recorded_migrations_is_the_schema_alembic_makes(database: Database,
                                                                                 now: datetime) -> None:
-    """Issue 19: on PostgreSQL a new tenant's schema is made by replaying the migrations recorded once
+    """on PostgreSQL a new tenant's schema is made by replaying the migrations recorded once
     (one script), not by alembic; the result must be the very schema alembic makes."""
     if database.is_sqlite:
         pytest.skip("SQLite tenants are files migrated by alembic")

@@ -1,4 +1,4 @@
-"""The API token cache (issue 19): a verified token is not looked up again for `token_cache_s`; a
+"""The API token cache: a verified token is not looked up again for `token_cache_s`; a
 wrong secret is still refused; a revocation here is honoured at once, one by another process within
 the cache's time."""
 

@@ -1,4 +1,4 @@
-"""Issue 19: `POST /api/v1/jobs/batch` and `POST /api/v1/schedules/batch` (SPEC sections 7 and 8), on both databases.
+"""`POST /api/v1/jobs/batch` and `POST /api/v1/schedules/batch` (SPEC sections 7 and 8), on both databases.
 
 Up to 1,000 items in one transaction with a handful of statements (not a loop of single upserts);
 a bad item refuses the whole batch, naming it by index, and changes nothing; over 1,000 is refused;
@@ -183,7 +183,7 @@ def test_a_thousand_schedules_all_or_none(api: Any, services: Any) -> None:
 
 
 def test_a_single_put_of_a_new_job_is_six_statements_and_answers_its_next_run(api: Any, services: Any) -> None:
-    """Issue 19's single-PUT path: job (locked), script and quota (override and count) in one, job,
+    """The single-PUT path: job (locked), script and quota (override and count) in one, job,
     occurrence, audit entry, and the wake-up sent in the same transaction. The token was verified by
     the request before (cached), next_run_at is the new job's run_at, not a query."""
     editor = api("editor")

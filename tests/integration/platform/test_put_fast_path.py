@@ -1,4 +1,4 @@
-"""Issue 19: `PUT /api/v1/jobs/{key}` served by `almanac.web.fastput` answers exactly what FastAPI's route does.
+"""`PUT /api/v1/jobs/{key}` served by `almanac.web.fastput` answers exactly what FastAPI's route does.
 
 The same scenario runs in two tenants, one with the fast path and one through FastAPI
 (`app.state.fast_put = False`): created, replaced (new payload and priority; new time), the same

@@ -1,4 +1,4 @@
-"""Issue 19: history retention (SPEC section 9), on both databases.
+"""history retention (SPEC section 9), on both databases.
 
 Only old, finished history goes (runs, ended occurrences, delivered events with their deliveries);
 what an unfinished run or an undelivered event still needs stays; pruning goes in batches and

@@ -1,4 +1,4 @@
-"""Issue 18 item 2: a run's buffered effects are applied with its finish, after the tenant's
+"""a run's buffered effects are applied with its finish, after the tenant's
 quotas are checked again, exactly, in the transaction that records it."""
 
 from __future__ import annotations

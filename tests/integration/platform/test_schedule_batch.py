@@ -1,4 +1,4 @@
-"""Issue 19: a schedule batch stores exactly what creating its items one by one stores, on both databases.
+"""a schedule batch stores exactly what creating its items one by one stores, on both databases.
 
 `batch.create_schedules` takes a faster road than `service.create_schedule` (next_run_at written with
 the row, and on PostgreSQL the rows and their occurrences by COPY): the rows, their occurrences and the

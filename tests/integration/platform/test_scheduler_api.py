@@ -150,7 +150,7 @@ def test_kv(api: Any) -> None:
 
 
 def test_kv_pages_with_a_cursor(api: Any, services: Any, now: Any) -> None:
-    """Issue 15 item 7: the list stopped silently at 1,000 keys; now it pages (at most 1,000) with a cursor."""
+    """the list stopped silently at 1,000 keys; now it pages (at most 1,000) with a cursor."""
     from almanac.platform.models import KV
 
     client = api("viewer")

@@ -20,7 +20,7 @@ def refusing_database(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     """The run's finishing transaction fails, as a constraint, a full disk or a value the driver refuses would.
 
     (The first reproduction used lone surrogates in an error or a kv key; the text and JSON boundary of
-    issue 15 now refuses those before they reach a row, so the failure is injected here instead.)
+    the API now refuses those before they reach a row, so the failure is injected here instead.)
     """
     finish_many = world.store.finish_many
 

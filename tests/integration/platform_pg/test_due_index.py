@@ -1,6 +1,6 @@
 """The cross-tenant due index (PostgreSQL): kept by the occurrences' own transactions, claimed across tenants.
 
-Each test would fail on the code before issue 19: there was no index, and the timer
+Each test would fail on the code before there was no index, and the timer
 claimed tenant by tenant (a process knew only the tenants it held a timer lease for).
 """
 

@@ -2,7 +2,7 @@
 
 Before, a claim pass or a record took whichever pooled connection was free, so in a burst a
 tenant's tables were met, cold, by several backends of each process; half of PostgreSQL's
-time went to planning with cold caches (issue 19). These tests would fail on the code before:
+time went to planning with cold caches. These tests would fail on the code before:
 there were no lanes (`Settings.pg_lanes`, `Database.lanes`).
 """
 

@@ -1,4 +1,4 @@
-"""A script cannot kill its pool worker through the host's channel (issue 18, item 1).
+"""A script cannot kill its pool worker through the host's channel (item 1).
 
 On the stock reactor, ``qjs:std``'s ``fdopen(100)`` let a script write a result
 the worker could not send (NaN, 20,000-deep JSON): the worker died and the run

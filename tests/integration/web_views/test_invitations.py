@@ -1,4 +1,4 @@
-"""Issue 15 item 1: adding a person is an invitation; no tenant admin sets or learns a password."""
+"""adding a person is an invitation; no tenant admin sets or learns a password."""
 
 from __future__ import annotations
 

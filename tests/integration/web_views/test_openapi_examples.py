@@ -1,4 +1,4 @@
-"""The OpenAPI document walked whole (issue 21): every field described, every request and answer with
+"""The OpenAPI document walked whole: every field described, every request and answer with
 an example, and the examples true to the API (a request example is accepted, an answer example has
 the model's fields)."""
 

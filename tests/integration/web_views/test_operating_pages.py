@@ -1,4 +1,4 @@
-"""Operating pages (issue 22): a run's whole story, runs folded by occurrence, chains, live rows."""
+"""Operating pages: a run's whole story, runs folded by occurrence, chains, live rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A schedule's page and edit form as an author uses them (issue 21): the rule builder's fields filled
+"""A schedule's page and edit form as an author uses them: the rule builder's fields filled
 back from the rule, a trial "Run with payload" that saves nothing, and the schedule's own calendar."""
 
 from __future__ import annotations

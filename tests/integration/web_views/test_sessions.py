@@ -1,4 +1,4 @@
-"""Issue 15 item 2: sessions live on the server; sign-out and password changes end them."""
+"""sessions live on the server; sign-out and password changes end them."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""almanac.jsonsafe: the one rule for text and JSON from outside (issue 15 item 3)."""
+"""almanac.jsonsafe: the one rule for text and JSON from outside."""
 
 from __future__ import annotations
 

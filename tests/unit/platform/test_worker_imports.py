@@ -1,4 +1,4 @@
-"""A worker has what its claims need loaded before its first claim (issue 19).
+"""A worker has what its claims need loaded before its first claim.
 
 The recurrence engine was imported on the first claim of a schedule's occurrence: in a
 burst, each worker's first pass spent 60-160 ms in that import while holding the locks of

@@ -108,7 +108,7 @@ HOSTILE = [
 
 
 def _root_steps(monkeypatch: pytest.MonkeyPatch, evaluate: Callable[[], object]) -> int:
-    """The work `evaluate` does, in budget steps charged to top-level budgets (not the clock: issue 14)."""
+    """The work `evaluate` does, in budget steps charged to top-level budgets (not the clock)."""
     from almanac.platform.recurrence.engine import Budget
 
     spent = [0]

@@ -1,5 +1,5 @@
 """The evaluation budget counts work, not time: a slow machine gets the same
-answer as a fast one (issue 16: a valid yearly BYWEEKNO rule came back
+answer as a fast one (a valid yearly BYWEEKNO rule came back
 `invalid_rule` under load)."""
 
 from __future__ import annotations

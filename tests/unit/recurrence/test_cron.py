@@ -1,4 +1,4 @@
-"""cron gives croniter's dates: the defects of issue 16, then a differential
+"""cron gives croniter's dates: known defects, then a differential
 property over generated standard expressions (croniter is the oracle)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""RRULE against RFC 5545 and python-dateutil: the defects of issue 16, then a
+"""RRULE against RFC 5545 and python-dateutil: known defects, then a
 differential property with DTSTART in zones that have DST.
 
 Our documented policy (README, "Recurrence: DST"): rules are expanded on the

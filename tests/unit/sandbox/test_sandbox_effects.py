@@ -1,4 +1,4 @@
-"""Issue 18 item 2 in the sandbox: writes are buffered in the run (no host call per write), reads see
+"""writes are buffered in the run (no host call per write), reads see
 them, a run that does not succeed carries none, and quota checks read a key's committed value only
 when the upper bound would refuse."""
 

@@ -1,4 +1,4 @@
-"""The rule builder's fields read back from a rule (issue 21): what the fields build reads back to
+"""The rule builder's fields read back from a rule: what the fields build reads back to
 fields that build the same recurrence, and a rule the fields cannot say is named, not mangled."""
 
 from __future__ import annotations

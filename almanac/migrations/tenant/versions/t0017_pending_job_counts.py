@@ -1,4 +1,4 @@
-"""PostgreSQL: the tenant's pending jobs are kept counted, not counted on every PUT (issue 19).
+"""PostgreSQL: the tenant's pending jobs are kept counted, not counted on every PUT.
 
 The pending-jobs quota was checked by counting the tenant's pending jobs: O(pending) per new
 job, tens of milliseconds a PUT at the default quota of 100,000. Now every statement that
