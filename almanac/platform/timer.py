@@ -129,7 +129,7 @@ class Scheduler(RecorderMixin):
             if self._recorder is not None:
                 return
             if getattr(self.runner, "submit", None) is None and self._pool is None:
-                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="almanac-run")
+                self._pool = ThreadPoolExecutor(slots.OVERFLOW * self.workers, thread_name_prefix="almanac-run")
             self._recorder = threading.Thread(target=self._record_loop, name="almanac-recorder", daemon=True)
             self._recorder.start()
 
@@ -309,7 +309,10 @@ class Scheduler(RecorderMixin):
             while True:
                 with self._cond:
                     limit = self.run_limit
-                    picked = self._fair.pop(limit) if self._running < limit else None
+                    if self._running < limit:
+                        picked = self._fair.pop(limit)
+                    else:  # every slot taken: a tenant under its share starts beside them (`slots.OVERFLOW`)
+                        picked = self._fair.pop(limit, lone=False) if self._running < slots.OVERFLOW * limit else None
                     if picked is None:
                         return
                     claim = picked[1]

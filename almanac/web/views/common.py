@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
 
 from almanac.errors import Forbidden, Unauthorized
 from almanac.tenants.auth import Principal, principal_for_member
@@ -195,7 +196,8 @@ class PageGate:
         needed = self.write if is_write else self.read
         principal = None
         if needed is not None:
-            principal = session_principal(request, get_services(request))
+            # A database read: on the thread pool, never in the event loop every request shares.
+            principal = await run_in_threadpool(session_principal, request, get_services(request))
             request.state.principal = principal
         if is_write:
             await check_csrf(request)
