@@ -57,20 +57,31 @@ class Admission:
         self._runs: dict[tuple[str, int], Admitted] = {}
         self._waiting: dict[str, list[float]] = {}  # tenant -> when each waiting run should end (monotonic)
 
+    def ensure_room(self, tenant: str) -> None:
+        """RateLimited if the tenant has no waiting place free now: a refusal that costs no database work."""
+        now = time.monotonic()
+        with self._lock:
+            self._refuse_if_full(tenant, now)
+
     def hold(self, tenant: str, timeout_ms: int) -> float:
         """Take one of the tenant's waiting places (RateLimited when none is free); give it back with `leave`."""
         now = time.monotonic()
         with self._lock:
-            ends = self._waiting.setdefault(tenant, [])
-            ends[:] = [end for end in ends if end > now - STALE_PLACE_S]
-            if len(ends) >= self.waiting_max:
-                retry = max(1, math.ceil(min(ends) - now))
-                raise RateLimited(
-                    f"This tenant already has {len(ends)} runs started from the API or a page waiting to "
-                    f"finish; try again in {retry} s.", details={"retry_after_s": retry})
+            ends = self._refuse_if_full(tenant, now)
             end = now + timeout_ms / 1000
             ends.append(end)
+            self._waiting[tenant] = ends
             return end
+
+    def _refuse_if_full(self, tenant: str, now: float) -> list[float]:
+        """(Holding the lock.) The tenant's waiting places, stale ones dropped; RateLimited when all are taken."""
+        ends = [end for end in self._waiting.get(tenant, []) if end > now - STALE_PLACE_S]
+        if len(ends) >= self.waiting_max:
+            retry = max(1, math.ceil(min(ends) - now))
+            raise RateLimited(
+                f"This tenant already has {len(ends)} runs started from the API or a page waiting to "
+                f"finish; try again in {retry} s.", details={"retry_after_s": retry})
+        return ends
 
     def leave(self, tenant: str, place: float) -> None:
         with self._lock:

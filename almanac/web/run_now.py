@@ -41,6 +41,7 @@ async def run_and_wait(request: Request, services: Any, tenant: str, script_id: 
                        event_extra: dict[str, Any] | None = None) -> Ran:
     """Admit a run of the script (404, 429 `rate_limited` or `quota_exceeded`), wait for its record, read it."""
     admission = services.admission
+    admission.ensure_room(tenant)  # a flood past the bound is refused here, before any thread or database work
     admitted, place = await run_in_threadpool(
         _admit, request, services, tenant, script_id, payload, audit_entry, trigger, event_extra)
     try:
