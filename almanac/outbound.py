@@ -51,7 +51,7 @@ class Outbound:
 
     def for_run(self, tenant: str, timeout_ms: int) -> RunOutbound:
         """Called where the run is handed over (the scheduler's thread), so its end needs no database."""
-        return RunOutbound(self, tenant, time.monotonic() + timeout_ms / 1000, self.secrets(tenant, fresh=False))
+        return RunOutbound(self, tenant, timeout_ms / 1000, self.secrets(tenant, fresh=False))
 
     def secrets(self, tenant: str, fresh: bool) -> dict[str, str]:
         with self._lock:
@@ -71,10 +71,15 @@ class Outbound:
 
 
 class RunOutbound:
-    """One run's fetches (count, records, deadline) and secrets; used from one thread at a time."""
+    """One run's fetches (count, records, deadline) and secrets; used from one thread at a time.
 
-    def __init__(self, outbound: Outbound, tenant: str, deadline: float, known: dict[str, str]) -> None:
-        self.outbound, self.tenant, self.deadline, self._known = outbound, tenant, deadline, known
+    Made when the run is handed over, which may be long before its script starts (it waits for a
+    sandbox process): its deadline counts from the script's start, which the sandbox passes with
+    each call, never from the hand-over.
+    """
+
+    def __init__(self, outbound: Outbound, tenant: str, timeout_s: float, known: dict[str, str]) -> None:
+        self.outbound, self.tenant, self.timeout_s, self._known = outbound, tenant, timeout_s, known
         self._fetcher: egress_fetch.Fetcher | None = None
         self._secrets: dict[str, str] | None = None
 
@@ -84,17 +89,21 @@ class RunOutbound:
         return self._secrets.get(name)
 
     def fetch(self, url: Any, method: Any, headers: Any, body: Any, deadline: float) -> dict[str, Any]:
-        """The sandbox's `fetch`; raises `egress.fetch.FetchError` for the script to see."""
+        """The sandbox's `fetch`; raises `egress.fetch.FetchError` for the script to see.
+
+        `deadline` is the sandbox's (time.monotonic()): when the run ends, counted from its script's
+        start (its own clock, so that a fetch cut by it ends the run `timed_out`). It is held to at
+        most the timeout (and the pool's grace) from now, since the script started before this call.
+        """
+        deadline = min(deadline, time.monotonic() + self.timeout_s + DEADLINE_SLACK_S)
         if self._fetcher is None:
             with self.outbound.db.tenant_session(self.tenant) as session:
                 entries = egress_store.entries(session)
             metrics = self.outbound.metrics
-            self._fetcher = egress_fetch.Fetcher(entries, self.deadline,
+            self._fetcher = egress_fetch.Fetcher(entries, deadline,
                                                  allow_private=self.outbound.settings.allow_private_targets,
                                                  observe=metrics.observe, redact=self.redact)
-        # The sandbox says when the run ends (its own clock, so that a fetch cut by it ends the run
-        # `timed_out`); never much later than its timeout from when it was handed over.
-        self._fetcher.deadline = min(self.deadline + DEADLINE_SLACK_S, deadline)
+        self._fetcher.deadline = deadline  # counted from when the script started (the sandbox's clock)
         started = time.monotonic()
         try:
             return self._fetcher.call(url, method, headers, body)

@@ -26,6 +26,7 @@ from almanac.db import Database
 from almanac.egress.fetch import FetchError
 from almanac.outbound import Outbound, RunOutbound
 from almanac.delivery.dispatcher import Dispatcher
+from almanac.platform.admission import Admission
 from almanac.platform.clock import Clock, SystemClock
 from almanac.platform.notify import Listener, Notifier, notify_in
 from almanac.platform.runner import broken
@@ -54,6 +55,7 @@ class Services:
     scheduler: Any = None  # the timer pool, with start(), stop(), wake(slug)
     runner: Any = None  # the platform's Runner, backed by the sandbox
     store: Any = None  # the platform's Store (SqlStore)
+    admission: Any = None  # runs started by a request (run now, a trial): `platform.admission.Admission`
     extras: dict[str, Any] = field(default_factory=dict)
 
     def wake(self, slug: str) -> None:
@@ -345,6 +347,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
         timer = CrossTenantScheduler(store, runner, clock, leases.owned, **timer_options,
                                      tenant_exists=lambda slug: slug in set(list_slugs(db)))
     holder.append(timer)
+    admission = Admission(store, timer, settings.run_now_waiting_max)
+    timer.watcher = admission  # runs admitted by a request share the timer's slots and recorder
     # Deliveries are claimed with leases too, so following the timer's tenants only spreads the work. On
     # PostgreSQL a pass looks only at the tenants whose writes signalled work (a signal is settled once its
     # tenant was looked at, so one taken by a dispatcher that died falls due again).
@@ -354,6 +358,7 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
                     batch=settings.prune_batch)
     scheduler = ScaledScheduler(timer, leases, db, dispatcher, pruner)
     return Services(settings=settings, db=db, clock=clock, scheduler=scheduler, runner=runner, store=store,
+                    admission=admission,
                     extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher, "pruner": pruner})
 
 

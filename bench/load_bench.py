@@ -1,9 +1,10 @@
 """The scheduler under load (SPEC section 11): slow bursts, a noisy tenant, the 09:00 herd.
 
-    .venv/bin/python bench/load_bench.py [--scenario slow,quiet,herd] [--runner sim|sandbox]
+    .venv/bin/python bench/load_bench.py [--scenario slow,quiet,herd,hostile] [--runner sim|sandbox]
         [--slow-jobs 600 --slow-ms 300 --lease-margin 30]
         [--noisy-jobs 5000 --noisy-ms 20 --quiet-jobs 40]
         [--herd-tenants 200 --herd-schedules 20000]
+        [--hostile-s 15 --hostile-jobs 40]
 
 Scenarios (each on a fresh embedded SQLite database, with the scheduler as `almanac worker` builds it):
 
@@ -18,6 +19,13 @@ Scenarios (each on a fresh embedded SQLite database, with the scheduler as `alma
   at the same second (the top of the hour). Drain time, runs per schedule
   (exactly once each), and per tenant: the lag of its first start and of its
   last finish (an even interleaving gives every tenant an early first start).
+
+- hostile: a real `almanac serve` (the sandbox pool of `--processes`). One tenant floods it for
+  `--hostile-s`: 8 clients calling run-now and 2 pages calling "Run with payload" in a loop, and
+  `--hostile-jobs` jobs due at once, every run waiting on a server that never answers (until its
+  3 s timeout). Another tenant meanwhile has a job due every 0.5 s and calls the API
+  (`GET /api/v1/schedules`) and `/healthz` in a loop: their p50/p99, and its runs' start lag.
+  (`--runner` does not apply: the server runs scripts in its own sandbox pool.)
 
 `--runner sim` (default) stands in for the sandbox pool without using CPU: `--processes`
 threads take runs from one FIFO queue (as the pool's workers take tickets), each run
@@ -284,6 +292,16 @@ def herd(args: argparse.Namespace) -> dict[str, Any]:
             "last_finish_min_s": round(min(last), 2), "last_finish_max_s": round(max(last), 2)}
 
 
+def hostile(args: argparse.Namespace) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from hostile_tenant import flood_and_measure
+
+    bench = Bench(args)
+    return {"scenario": f"hostile tenant: run-now x8, trials x2, {args.hostile_jobs} jobs waiting on fetch, "
+                        f"{args.hostile_s:g} s; another tenant measured",
+            **flood_and_measure(bench, args)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scenario", default="slow,quiet,herd")
@@ -298,6 +316,8 @@ def main() -> None:
     parser.add_argument("--herd-tenants", type=int, default=200)
     parser.add_argument("--herd-schedules", type=int, default=20000)
     parser.add_argument("--herd-ms", type=float, default=1)
+    parser.add_argument("--hostile-s", type=float, default=15.0)
+    parser.add_argument("--hostile-jobs", type=int, default=40)
     parser.add_argument("--code", type=Path, default=None, help="import almanac from this checkout")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -306,11 +326,13 @@ def main() -> None:
     import almanac
 
     load_before = os.getloadavg()
-    rows = [{"slow": slow, "quiet": quiet, "herd": herd}[name](args) for name in args.scenario.split(",")]
+    scenarios = {"slow": slow, "quiet": quiet, "herd": herd, "hostile": hostile}
+    rows = [scenarios[name](args) for name in args.scenario.split(",")]
     load_after = os.getloadavg()
     if args.json:
         print(json.dumps(rows))
         return
+    print("command: " + " ".join([Path(sys.executable).name, *sys.argv]))
     print(f"code: {Path(almanac.__file__).parent.parent}; runner {args.runner}, {args.processes} processes")
     for row in rows:
         print(" | ".join(f"{k}={v}" for k, v in row.items()))

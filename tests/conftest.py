@@ -184,6 +184,7 @@ def services(settings: Settings, database: Database, manual_clock: ManualClock) 
 
     built = build_services(settings, clock=manual_clock)
     yield built
+    built.scheduler.timer.stop(5)  # the recorder that runs started by requests use
     built.runner.close()  # a run through the API may have started the sandbox pool
     built.db.dispose()
 

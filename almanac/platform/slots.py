@@ -18,7 +18,10 @@ Fairness (SPEC section 11): each tenant with claimed work has its own queue;
 a free slot goes to the next tenant in round-robin order that is under its
 share of the run limit (`tenant_max_share`), so a quiet tenant's run starts
 after at most one run of each busy tenant. A tenant past its share takes a slot
-only when no other tenant waits for one. A tenant may hold at most its share of
+only when no other tenant waits for one. Slots it took so, while alone, are
+not its to keep: a tenant under its share that comes later starts beyond the
+run limit (`OVERFLOW` times it in all, at most) rather than wait for those
+runs to end, which may be a script's whole timeout when they wait on `fetch`. A tenant may hold at most its share of
 `capacity` in claims, so a tenant with thousands due never fills the claim
 capacity and another tenant's due work is claimed as soon as it is due.
 """
@@ -31,6 +34,7 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
+OVERFLOW = 2  # runs out at once, at most, as a multiple of the run limit (see "Fairness" above)
 CLAIM_AHEAD = 16  # claims held per run slot, at most (a tenant alone takes its share: half of them)
 TARGET_WAIT_S = 0.25  # a run handed to the runner should start within about this long
 EWMA_WEIGHT = 0.1  # weight of the latest run in the average run time
@@ -94,11 +98,14 @@ class FairQueue(Generic[T]):
             self._order.append(tenant)
         queue.extend(items)
 
-    def pop(self, limit: int) -> tuple[str, T] | None:
+    def pop(self, limit: int, *, lone: bool = True) -> tuple[str, T] | None:
         """The next run to start when fewer than `limit` run, or None.
 
         Round robin among tenants under their share of `limit`; a tenant at its
-        share starts another only when it is the only one waiting.
+        share starts another only when it is the only one waiting (`lone`).
+        With `lone` False (the slots are all taken) only a tenant under its share
+        starts: the slots a tenant took while alone are not taken back from runs
+        that wait in them, so the tenants that come later start beside them.
         """
         cap = share_of(limit, self.share)
         for _ in range(len(self._order)):
@@ -106,7 +113,7 @@ class FairQueue(Generic[T]):
             self._order.rotate(-1)
             if self.running[tenant] < cap:
                 return tenant, self._take(tenant)
-        if len(self._order) == 1:
+        if lone and len(self._order) == 1:
             return self._order[0], self._take(self._order[0])
         return None
 

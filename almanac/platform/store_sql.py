@@ -23,9 +23,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, text
 
 from almanac.db import Database
+from almanac.errors import NotFound, QuotaExceeded
 from almanac.platform import planning, policies, quotas
 from almanac.platform.lanes import Lanes
 from almanac.platform.models import KV, RUNNING, Job, Run, Script, ScriptVersion
@@ -37,6 +38,9 @@ from almanac.platform.store_record import ENDINGS, Finish, RecordMixin
 __all__ = ["ENDINGS", "Finish", "SqlStore"]
 
 R, KVT, SC, SV, J = Run.__table__, KV.__table__, Script.__table__, ScriptVersion.__table__, Job.__table__
+
+# PostgreSQL: a transaction-scoped lock per tenant around an admission's budget check and its insert.
+_BUDGET_LOCK = text("SELECT pg_advisory_xact_lock(hashtext(:b_key))")
 
 _KV_READ = select(KVT.c.value).where(KVT.c.key == bindparam("b_key"))
 
@@ -53,24 +57,39 @@ class SqlStore(ClaimMixin, DueMixin, RecordMixin):
         # Each tenant's claims and records on one connection of the process (PostgreSQL, `lanes`).
         self.lanes = Lanes(db) if db.lanes else None
 
-    def claim_manual(self, tenant: str, script_id: int, payload: Any, now: datetime) -> Claim:
-        """A run of a script right now, outside any schedule (`POST /scripts/{id}/run`): never retried."""
+    def claim_manual(self, tenant: str, script_id: int, payload: Any, now: datetime, trigger: str = "manual") -> Claim:
+        """A run of a script right now, outside any schedule (run now, run again, a trial): never retried.
+
+        Checked and counted against the tenant's daily budgets in the same transaction (the run row
+        counts from its insert); past them `QuotaExceeded` and nothing is written. NotFound for no
+        such script.
+        """
         with self.db.tenant_session(tenant) as s:
+            if self.is_postgres:  # one admission at a time per tenant, so two cannot both take the last run
+                s.execute(_BUDGET_LOCK, {"b_key": f"almanac.day-budget.{tenant}"})
             query = (
                 select(SC.c.id, SC.c.timeout_ms, SC.c.memory_mb, SV.c.version, SV.c.source)
                 .join(SV, (SV.c.script_id == SC.c.id) & (SV.c.version == SC.c.current_version))
                 .where(SC.c.id == script_id)
             )
-            script = s.execute(query).one()
+            script = s.execute(query).one_or_none()
+            if script is None:
+                raise NotFound(f"There is no script {script_id}.")
+            limits = quotas.of(s)
+            over = quotas.over_day_budget(limits, *quotas.day_use(s, now))
+            if over is not None:
+                why = over.removeprefix("quota_exceeded: ")
+                raise QuotaExceeded(why[0].upper() + why[1:] + ".",
+                                    details={"quota": "runs_per_day" if "runs a day" in over else "cpu_seconds_per_day"})
             token = uuid.uuid4().hex
             run_id = s.execute(R.insert().values(
-                script_id=script.id, script_version=script.version, trigger="manual", scheduled_for=now,
+                script_id=script.id, script_version=script.version, trigger=trigger, scheduled_for=now,
                 created_at=now, started_at=now, status=RUNNING, attempt=1, lease_token=token,
             )).inserted_primary_key[0]
         return Claim(
             tenant=tenant, occurrence_id=None, run_id=run_id, lease_token=token,
             lease_until=policies.lease_until(now, script.timeout_ms, self.lease_margin_s), attempt=1,
-            trigger="manual", scheduled_for=now, claimed_at=now, schedule_id=None, job_id=None, job_key=None,
+            trigger=trigger, scheduled_for=now, claimed_at=now, schedule_id=None, job_id=None, job_key=None,
             job_depth=None, job_root=None, script_id=script.id, script_version=script.version,
             source=script.source, timeout_ms=script.timeout_ms, memory_mb=script.memory_mb, payload=payload,
             policy=policies.Policy(max_attempts=1),

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from almanac.platform.clock import Clock
 from almanac.platform.effects import TenantReads
@@ -52,6 +52,20 @@ def default_workers() -> int:
 
 # The longest a timer sleeps without looking at its due work (unless a wake-up comes first).
 IDLE_S = 5.0
+
+class RunWatcher(Protocol):
+    """Told about the runs that entered through `Scheduler.enqueue` (`admission.Admission`); the
+    timer's own claims pass through unchanged. Called on the runner's and the recorder's threads."""
+
+    def event(self, claim: Claim, event: dict[str, Any]) -> dict[str, Any]:
+        """The event the run's script is given."""
+
+    def ended(self, claim: Claim, result: RunResult) -> RunResult:
+        """The run ended: what of its result is recorded."""
+
+    def released(self, claims: list[Claim]) -> None:
+        """These runs were recorded (or given up), and their slots given back."""
+
 
 class Scheduler(RecorderMixin):
     def __init__(
@@ -95,6 +109,7 @@ class Scheduler(RecorderMixin):
         self._pool: ThreadPoolExecutor | None = None  # only for a runner without `submit`
         self._finished: queue.Queue[_Finished | None] = queue.Queue()
         self._recorder: threading.Thread | None = None
+        self.watcher: RunWatcher | None = None
 
     # -- life cycle -----------------------------------------------------------------
 
@@ -102,13 +117,34 @@ class Scheduler(RecorderMixin):
         if self._thread is not None:
             return
         self._stopping = False
-        if getattr(self.runner, "submit", None) is None:
-            self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="almanac-run")
-        self._recorder = threading.Thread(target=self._record_loop, name="almanac-recorder", daemon=True)
-        self._recorder.start()
+        self._start_running()
         self._thread = threading.Thread(target=self._loop, name="almanac-timer", daemon=True)
         self._thread.start()
         log.info("scheduler.started", extra={"event": "scheduler.started", "workers": self.workers})
+
+    def _start_running(self) -> None:
+        """What runs need, with or without the claiming loop: the recorder, and a thread pool for a
+        runner without `submit` (a server started with --no-scheduler still runs what `enqueue` takes)."""
+        with self._cond:
+            if self._recorder is not None:
+                return
+            if getattr(self.runner, "submit", None) is None and self._pool is None:
+                self._pool = ThreadPoolExecutor(slots.OVERFLOW * self.workers, thread_name_prefix="almanac-run")
+            self._recorder = threading.Thread(target=self._record_loop, name="almanac-recorder", daemon=True)
+            self._recorder.start()
+
+    def enqueue(self, claims: list[Claim]) -> None:
+        """Runs claimed outside the timer's own claim (run now, run again, a trial) join its fair queue:
+        the same run limit, the same shares between tenants, the same recorder."""
+        self._start_running()
+        with self._cond:
+            for claim in claims:
+                self._inflight += 1
+                self._unfinished_by[claim.tenant] += 1
+                self._held_by[claim.tenant] += 1
+                self._claims[(claim.tenant, claim.run_id)] = claim
+                self._fair.add(claim.tenant, [claim])
+        self._start_queued()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop claiming; let running scripts finish and record (their leases would cover a crash)."""
@@ -273,7 +309,10 @@ class Scheduler(RecorderMixin):
             while True:
                 with self._cond:
                     limit = self.run_limit
-                    picked = self._fair.pop(limit) if self._running < limit else None
+                    if self._running < limit:
+                        picked = self._fair.pop(limit)
+                    else:  # every slot taken: a tenant under its share starts beside them (`slots.OVERFLOW`)
+                        picked = self._fair.pop(limit, lone=False) if self._running < slots.OVERFLOW * limit else None
                     if picked is None:
                         return
                     claim = picked[1]
@@ -300,6 +339,8 @@ class Scheduler(RecorderMixin):
     def _ended(self, claim: Claim, started: datetime, t0: float, result: RunResult, event: dict[str, Any]) -> None:
         """A run ended (on the runner's thread): queue it for the recorder, start the next."""
         try:
+            if self.watcher is not None:
+                result = self.watcher.ended(claim, result)
             done: _Finished | None = self._finished_run(claim, started, t0, result, event)
         except Exception:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": claim.run_id})
@@ -359,6 +400,8 @@ class Scheduler(RecorderMixin):
                 self._claims.pop((claim.tenant, claim.run_id), None)
                 self._held_by[claim.tenant] -= 1
             self._wake_starved()
+        if self.watcher is not None:
+            self.watcher.released(claims)
 
     def _wake_starved(self) -> None:
         """(Holding the condition.) Wake the tenants that found no room once they have room again."""
@@ -440,7 +483,10 @@ class Scheduler(RecorderMixin):
         """The run's start: the reads its script makes, and the event it sees."""
         started = self.clock.now()
         reads = TenantReads(self.store, claim.tenant, now=started, job_root=claim.job_root)
-        return started, reads, claim.event(started.isoformat().replace("+00:00", "Z")), self.clock.monotonic()
+        event = claim.event(started.isoformat().replace("+00:00", "Z"))
+        if self.watcher is not None:
+            event = self.watcher.event(claim, event)
+        return started, reads, event, self.clock.monotonic()
 
     def _call_runner(self, claim: Claim, request: RunRequest, reads: TenantReads) -> RunResult:
         try:

@@ -1,11 +1,14 @@
 """A trial run: a script run on a chosen payload, its effects shown and never applied.
 
-The schedule page's "Run with payload" uses it: the script sees the committed kv (and its own
-writes within the run, through the sandbox's run buffer), exactly as a real run would, but
-nothing is recorded: no run row, no kv change, no event, no job. What the run *would* have
-done (the `Effects` its one `RunResult` carries) is handed back to be shown, with the
-requests it made (its `http` records: a fetch happens during the run, trial or not).
-A trial that does not succeed carries no effects, as a run that does not succeed applies none.
+The schedule page's "Run with payload" runs through the one admission path
+(`platform.admission`, trigger `trial`): the script sees the committed kv (and its own writes
+within the run, through the sandbox's run buffer), exactly as a real run would; the run is
+recorded and counted against the daily budgets like any run (it used the sandbox), but no kv
+change, event or job is applied. What the run *would* have done (the `Effects` its one
+`RunResult` carries) is handed back to be shown by `trial_of`, with the requests it made (its
+`http` records: a fetch happens during the run, trial or not). A trial that does not succeed
+carries no effects, as a run that does not succeed applies none. `trial_run` runs one on a
+runner directly, for the platform's own tests of what a trial shows.
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ def trial_run(runner: Runner, store: Any, tenant: str, *, source: str, payload: 
         result = runner.run(RunRequest(source, event, Limits(timeout_ms=timeout_ms, memory_mb=memory_mb)), reads)
     except Exception as exc:  # the runner itself broke: shown as a failed trial, like a failed run
         result = broken(exc)
+    return trial_of(result)
+
+
+def trial_of(result: RunResult) -> Trial:
+    """A trial's outcome from the one `RunResult` of its run, effects included (checked fit for a row)."""
     result = storable(result)
     effects = result.effects
     return Trial(

@@ -34,6 +34,8 @@ def envelope(status: int, code: str, message: str, details: Any = None) -> JSONR
     if details:
         body["details"] = details
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if code == "rate_limited" and isinstance(details, dict) and "retry_after_s" in details:
+        headers = {"Retry-After": str(int(details["retry_after_s"]))}
     return JSONResponse({"error": body}, status_code=status, headers=headers)
 
 

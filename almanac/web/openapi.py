@@ -37,6 +37,13 @@ ERRORS: dict[int, tuple[str, str, str]] = {
     429: ("A quota of the tenant is used up", "quota_exceeded", "The tenant's quota of 10000 schedules is used up."),
 }
 
+# Operations whose 429 is also `rate_limited` (with `Retry-After`), not only a quota: what it says.
+RATE_LIMITED = {
+    ("post", f"{API_PREFIX}/scripts/{{script_id}}/run"):
+        "A daily run budget of the tenant is used up (`quota_exceeded`: nothing was run), or the tenant "
+        "already has as many run-now requests waiting as it may (`rate_limited`: try again after `Retry-After`)",
+}
+
 ENVELOPE_SCHEMA: dict[str, Any] = {
     "title": "ErrorEnvelope",
     "type": "object",
@@ -78,6 +85,14 @@ def _error_response(status: int) -> dict[str, Any]:
     }
 
 
+def _rate_limited(description: str) -> dict[str, Any]:
+    answer = _error_response(429)
+    answer["description"] = description
+    answer["headers"] = {"Retry-After": {"description": "Seconds after which a waiting place should be free "
+                                                        "(with `rate_limited` only)", "schema": {"type": "integer"}}}
+    return answer
+
+
 def document(app: FastAPI) -> dict[str, Any]:
     doc = get_openapi(title=app.title, version=app.version, routes=app.routes, description=openapi_text.DESCRIPTION)
     openapi_text.annotate(doc)
@@ -98,6 +113,8 @@ def document(app: FastAPI) -> dict[str, Any]:
             responses = operation.setdefault("responses", {})
             for status in statuses_for(method, path):
                 responses[str(status)] = _error_response(status)
+            if (method, path) in RATE_LIMITED:
+                responses["429"] = _rate_limited(RATE_LIMITED[method, path])
     openapi_examples.annotate(doc)
     return doc
 

@@ -125,7 +125,8 @@ FIELDS: dict[str, tuple[str, Any]] = {
               "alm_3f9c0b7d1e2a4c5b8d9e0f1a2b3c4d5e"),
     "topics": ("The event topics it receives (`report.*` matches every `report.` topic).", ["report.weekly"]),
     "trigger": ("What started the run: `schedule` (its rule), `trigger` (run now), `manual` (a script run "
-                "with a payload) or `job`.", "schedule"),
+                "with a payload), `trial` (a page's try with a payload: nothing it changed was applied) or `job`.",
+                "schedule"),
     "updated_at": ("When it last changed (UTC).", "2026-11-21T10:30:00Z"),
     "url": ("The HTTPS address a `webhook` target posts to.", "https://hooks.example.com/almanac"),
     "used": ("How much of it is used.", 12),

@@ -19,7 +19,8 @@ class NotReady(AlmanacError):
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
+    # On the event loop, not the thread pool: alive means answering, however busy the pool's threads are.
     return {"status": "ok"}
 
 

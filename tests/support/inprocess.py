@@ -23,5 +23,6 @@ def services(settings: Any, database: Any, manual_clock: Any, sandbox_cache: Any
     """Scripts run in this process; the compiled module is shared by the module's tests."""
     built = build_services(settings, clock=manual_clock, runner=SandboxRunner(sandbox_cache, processes=0))
     yield built
+    built.scheduler.timer.stop(5)  # the recorder that runs started by requests use
     built.runner.close()
     built.db.dispose()

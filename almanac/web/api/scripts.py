@@ -6,14 +6,14 @@ from __future__ import annotations
 from fastapi import Request
 
 from almanac.web.audit import audit
-from almanac.errors import NotFound
 from almanac.platform import service
 from almanac.platform.models import ScriptVersion
 from almanac.web.api.schemas_scheduler import (
-    RunNowIn, RunOut, ScriptCheckIn, ScriptCheckOut, ScriptIn, ScriptOut, ScriptPatch, ScriptVersionOut, run_out,
+    RunNowIn, RunOut, ScriptCheckIn, ScriptCheckOut, ScriptIn, ScriptOut, ScriptPatch, ScriptVersionOut,
 )
 from almanac.tenants.auth import Principal
 from almanac.tenants.models import ApiToken
+from almanac.web import run_now
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/scripts", tags=["scripts"], read="viewer", write="admin")
@@ -107,19 +107,16 @@ def delete_script(script_id: int, session: TenantSession) -> None:
     audit(session, "script.delete", f"script {script_id}")
 
 
-@router.post("/{script_id}/run")
-def run_script(script_id: int, principal: CurrentPrincipal, services: ServicesDep, request: Request,
-               body: RunNowIn | None = None) -> RunOut:
-    """Runs now and waits. Uses short transactions of its own: none is held open while the script runs."""
-    tenant, now = principal.tenant_slug, services.clock.now()
-    with services.db.tenant_session(tenant) as session:
-        service.get_script(session, script_id)
-        audit(session, "script.run", f"script {script_id}", {"payload": body.payload if body else None},
-              request=request)
-    claim = services.store.claim_manual(tenant, script_id, body.payload if body else None, now)
-    services.scheduler.run_claim(claim)
-    with services.db.tenant_session(tenant) as session:
-        run = session.get(service.Run, claim.run_id)
-        if run is None:  # pragma: no cover - the row was written above
-            raise NotFound("The run vanished.")
-        return run_out(run)
+@router.post("/{script_id}/run", summary="Run a script now and wait for it")
+async def run_script(script_id: int, principal: CurrentPrincipal, services: ServicesDep, request: Request,
+                     body: RunNowIn | None = None) -> RunOut:
+    """Runs now and waits: 200 with the run as `GET /runs/{id}` shows it, recorded with trigger `manual`.
+
+    The run goes through the same admission as every run (the tenant's daily budgets, its fair share
+    of the run slots): past a daily budget 429 `quota_exceeded` and nothing is recorded. A tenant may
+    have a few of these waiting at once (`ALMANAC_RUN_NOW_WAITING_MAX`); past that 429 `rate_limited`
+    with `Retry-After`."""
+    payload = body.payload if body else None
+    ran = await run_now.run_and_wait(request, services, principal.tenant_slug, script_id, payload,
+                                     audit_entry=("script.run", f"script {script_id}", {"payload": payload}))
+    return ran.run

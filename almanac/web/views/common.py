@@ -26,6 +26,7 @@ from fastapi.templating import Jinja2Templates
 from jinja2 import pass_context
 from markupsafe import Markup
 from starlette.datastructures import FormData
+from starlette.concurrency import run_in_threadpool
 
 from almanac import jsonsafe
 from almanac.errors import Forbidden, Unauthorized, ValidationError
@@ -222,7 +223,8 @@ class PageGate:
         needed = self.write if is_write else self.read
         principal = None
         if needed is not None:
-            principal = session_principal(request, get_services(request))
+            # A database read: on the thread pool, never in the event loop every request shares.
+            principal = await run_in_threadpool(session_principal, request, get_services(request))
             request.state.principal = principal
         if is_write:
             await check_csrf(request)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 
 from almanac import jsonsafe
 from almanac.errors import Conflict, ValidationError
 from almanac.platform import service
 from almanac.platform.models import RUN_STATUSES
 from almanac.web.api.schemas_scheduler import run_out
+from almanac.web import run_now
 from almanac.web.audit import audit
 from almanac.web.views import history, queries, run_detail
 from almanac.web.views.common import (
@@ -106,20 +109,11 @@ def run_page(request: Request, run_id: int, principal: PagePrincipal, services: 
 
 
 @router.post("/runs/{run_id}/again")
-def run_again(request: Request, run_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
-    """A schedule's run: trigger the schedule now. A job's: run its script now with the job's payload."""
-    now = services.clock.now()
+async def run_again(request: Request, run_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    """A schedule's run: trigger the schedule now. A job's: run its script now with the job's payload
+    (admitted as a run now is: `web.run_now`)."""
     try:
-        with tenant_db(services, principal) as session:
-            row = service.get_run(session, run_id)
-            ctx = run_detail.run_context(session, row)
-            if ctx.schedule is not None:
-                service.trigger_schedule(session, ctx.schedule.id, now)
-                audit(session, "schedule.trigger", f"schedule {ctx.schedule.id}", {"again_of_run": run_id},
-                      request=request)
-            elif ctx.job is not None and row.script_id is not None:
-                audit(session, "script.run", f"script {row.script_id}",
-                      {"job": ctx.job.key, "again_of_run": run_id}, request=request)
+        row, ctx = await run_in_threadpool(_again_target, request, run_id, principal, services)
     except Conflict as paused:  # the schedule was paused after the page was shown
         flash(request, paused.message, "bad")
         return redirect(f"/runs/{run_id}")
@@ -129,8 +123,20 @@ def run_again(request: Request, run_id: int, principal: PagePrincipal, services:
         return redirect(f"/schedules/{ctx.schedule.id}")
     if ctx.job is None or row.script_id is None:
         raise ValidationError("Only a run of a schedule or of a job can be run again; run the script from its page.")
-    payload = json.loads(ctx.job.payload)
-    claim = services.store.claim_manual(principal.tenant_slug, row.script_id, payload, now)
-    services.scheduler.run_claim(claim)
+    ran = await run_now.run_and_wait(
+        request, services, principal.tenant_slug, row.script_id, json.loads(ctx.job.payload),
+        audit_entry=("script.run", f"script {row.script_id}", {"job": ctx.job.key, "again_of_run": run_id}))
     flash(request, f"Ran the script of job “{ctx.job.key}” again with its payload.")
-    return redirect(f"/runs/{claim.run_id}")
+    return redirect(f"/runs/{ran.run.id}")
+
+
+def _again_target(request: Request, run_id: int, principal: PagePrincipal, services: ServicesDep) -> Any:
+    """The run and what it ran; a schedule's is triggered now (in this unit of work)."""
+    with tenant_db(services, principal) as session:
+        row = service.get_run(session, run_id)
+        ctx = run_detail.run_context(session, row)
+        if ctx.schedule is not None:
+            service.trigger_schedule(session, ctx.schedule.id, services.clock.now())
+            audit(session, "schedule.trigger", f"schedule {ctx.schedule.id}", {"again_of_run": run_id},
+                  request=request)
+    return row, ctx

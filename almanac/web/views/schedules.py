@@ -13,14 +13,17 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
 from pydantic import ValidationError as PydanticError
 
 from almanac import jsonsafe
 from almanac.errors import AlmanacError, Conflict, Forbidden
-from almanac.platform import recurrence, service, trial
+from almanac.platform import admission, recurrence, service, trial
+from almanac.platform.runner import broken
 from almanac.platform.models import Schedule
 from almanac.tenants.auth import Principal
 from almanac.web.api.schemas_scheduler import RunNowIn, ScheduleIn
+from almanac.web import run_now
 from almanac.web.audit import audit
 from almanac.web.views import calendar, calendar_grid, charts, queries
 from almanac.web.views.common import (
@@ -167,23 +170,28 @@ def _schedule_view(request: Request, schedule_id: int, principal: Principal, ser
 @router.post("/schedules/{schedule_id}/try")
 async def try_schedule(request: Request, schedule_id: int, principal: PagePrincipal,
                        services: ServicesDep) -> Response:
-    """Run with payload: the schedule's script on the (edited) payload, shown and never applied (no run,
-    no kv change, no event, no job: `platform.trial`). Audited, as run-now is: tenant code ran."""
+    """Run with payload: the schedule's script on the (edited) payload, admitted as any run (recorded with
+    trigger `trial`, counted against the daily budgets) and waited for without a thread; what it would
+    change is shown and never applied (no kv change, no event, no job: `platform.trial`). Audited."""
     text = str((await request.form()).get("payload", "")).strip() or "null"
     try:
         payload = RunNowIn(payload=json.loads(text)).payload
     except (ValueError, PydanticError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else _reason(exc)
-        return _trial_answer(request, principal, services, schedule_id, text, error=f"Payload is not JSON: {reason}")
+        return await run_in_threadpool(_trial_answer, request, principal, services, schedule_id, text,
+                                       error=f"Payload is not JSON: {reason}")
+    script_id = await run_in_threadpool(_schedule_script, services, principal, schedule_id)
+    ran = await run_now.run_and_wait(
+        request, services, principal.tenant_slug, script_id, payload, trigger=admission.TRIAL,
+        event_extra={"scheduleId": schedule_id},
+        audit_entry=("schedule.try", f"schedule {schedule_id}", {"payload": payload}))
+    outcome = trial.trial_of(ran.admitted.result or broken(RuntimeError("the run was given up")))
+    return await run_in_threadpool(_trial_answer, request, principal, services, schedule_id, text, trial=outcome)
+
+
+def _schedule_script(services: ServicesDep, principal: PagePrincipal, schedule_id: int) -> int:
     with tenant_db(services, principal) as session:
-        sch = service.get_schedule(session, schedule_id)
-        script = service.get_script(session, sch.script_id)
-        source, limits = service.script_source(session, script), (script.timeout_ms, script.memory_mb)
-        audit(session, "schedule.try", f"schedule {schedule_id}", {"payload": payload}, request=request)
-    outcome = trial.trial_run(services.runner, services.store, principal.tenant_slug, source=source,
-                              payload=payload, schedule_id=schedule_id, now=services.clock.now(),
-                              timeout_ms=limits[0], memory_mb=limits[1])
-    return _trial_answer(request, principal, services, schedule_id, text, trial=outcome)
+        return service.get_schedule(session, schedule_id).script_id
 
 
 def _trial_answer(request: Request, principal: Principal, services: ServicesDep, schedule_id: int, payload: str,

@@ -15,6 +15,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError as PydanticError
 from sqlalchemy import select
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from almanac.errors import AlmanacError, NotFound
@@ -179,11 +180,16 @@ async def run_script(request: Request, script_id: int, principal: PagePrincipal,
     except (ValueError, PydanticError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).splitlines()[0]
         return _run_answer(request, principal, services, script_id, payload_text, error=f"Payload is not JSON: {reason}.")
-    run = scripts_api.run_script(script_id, principal, services, request, body)
+    run = await scripts_api.run_script(script_id, principal, services, request, body)
+    emitted = await run_in_threadpool(_emitted, services, principal, run.id)
+    return await run_in_threadpool(_run_answer, request, principal, services, script_id, payload_text, run=run,
+                                   emitted=emitted)
+
+
+def _emitted(services: ServicesDep, principal: PagePrincipal, run_id: int) -> list[dict[str, Any]]:
     with tenant_db(services, principal) as session:
-        emitted = [{"id": e.id, "topic": e.topic, "data": e.data} for e in session.execute(
-            select(Event).where(Event.run_id == run.id).order_by(Event.id)).scalars()]
-    return _run_answer(request, principal, services, script_id, payload_text, run=run, emitted=emitted)
+        return [{"id": e.id, "topic": e.topic, "data": e.data} for e in session.execute(
+            select(Event).where(Event.run_id == run_id).order_by(Event.id)).scalars()]
 
 
 def _run_answer(request: Request, principal: PagePrincipal, services: ServicesDep, script_id: int,

@@ -200,3 +200,29 @@ def test_non_ascii_urls_go_out_encoded_and_a_refused_header_is_recorded_with_its
     encoded, refused = done["http"]
     assert encoded["url"] == server.url("/d%C3%B6cs?q=zo%C3%AB") and encoded["status"] == 404
     assert refused["url"] == server.url("/json") and refused["status"] is None and refused["error"] == refusal
+
+
+def test_a_runs_deadline_counts_from_when_its_script_starts(api, server):
+    """A run that waited in the sandbox pool behind another still has its whole timeout for its fetch."""
+    import threading
+    import time
+
+    admin = api()
+    admin.put("/api/v1/egress", json={"hosts": [f"127.0.0.1:{server.port}"]})
+    busy = make_script(admin, "export default () => { const t = Date.now(); while (Date.now() - t < 2000) {} return 1; }",
+                       timeout_ms=5000)
+    answer = admin.post("/api/v1/scripts", json={"name": "fetcher", "timeout_ms": 1000, "source": f"""
+        export default async () => (await fetch('{server.url('/json')}')).status;"""})
+    fetcher = answer.json()["id"]
+    run(admin, busy)  # the pool is up and the busy script's module is compiled before the timed part
+    first: list[dict] = []
+    ahead = threading.Thread(target=lambda: first.append(run(admin, busy)))
+    ahead.start()
+    deadline = time.monotonic() + 10
+    while not admin.get("/api/v1/runs", params={"status": "running"}).json()["items"]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    behind = run(admin, fetcher)  # waits about 2 s for the one sandbox process, then runs
+    ahead.join(30)
+    assert first[0]["status"] == "succeeded"
+    assert (behind["status"], behind["output"], behind["error"]) == ("succeeded", 200, None), behind

@@ -29,7 +29,9 @@ def test_every_changing_api_route_records_an_entry(app: Any) -> None:
     for path, route in api_routes(app):
         for method in route.methods - {"GET", "HEAD", "OPTIONS"}:
             if path.startswith("/api/v1") and (method, path) not in NOT_CHANGES:
-                if "audit(" not in inspect.getsource(route.endpoint):
+                source = inspect.getsource(route.endpoint)
+                # run_now.run_and_wait writes the audit entry it is given (audit_entry=...)
+                if "audit(" not in source and "run_now.run_and_wait(" not in source:
                     silent.append(f"{method} {path}")
     assert silent == []
 
