@@ -293,10 +293,10 @@ class CrossTenantScheduler(Scheduler):
                 return now + self.idle, True
             self._inflight += free  # reserved while the claim runs
         try:
-            # Within each round robin round, the tenants this process holds timer leases for first
-            # (their tables stay warm in its backends), any other tenant's after them.
-            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists,
-                                            prefer=list(self.tenants()))
+            # No tenant first for being this process's (its timer leases): every process claims in the
+            # round robin's one order, so a tenant's place in a burst does not depend on whether the
+            # process holding its lease is busy, or dead (its leases move only once they lapse).
+            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists)
         finally:
             with self._cond:
                 self._inflight -= free
