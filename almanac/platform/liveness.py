@@ -53,6 +53,7 @@ from almanac.platform.models import RUNNING, Occurrence, Run
 log = logging.getLogger("almanac.liveness")
 
 TAG_LEN = 8
+OWNER_SHAPE = ":t[0-7][0-9a-f]{7}$"  # a `worker_heartbeats.owner` made by `owner_of` (a regular expression)
 LOCK_SPACE = 0x616C6D61  # "alma": the first key of every process's advisory lock
 BEAT_S = 0.25
 GRACE_S = 1.0
@@ -71,8 +72,10 @@ def new_tag() -> str:
 
 
 def owner_of(tag: str) -> str:
-    """The process's row in `worker_heartbeats`: who and where it is, its tag last."""
-    return f"{socket.gethostname()[:60]}:{os.getpid()}:{tag}"
+    """The process's row in `worker_heartbeats`: who and where it is, then `t` and its tag (the last 8 characters).
+
+    The `t` tells it from an older version's row, which ends in a random id and holds no lock."""
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:t{tag}"
 
 
 # The running attempts of a tag, in one tenant: found by their run rows (`ix_runs_status_id`), and
@@ -88,7 +91,8 @@ _REAP = (update(O).where(
 
 def reap(conn: Connection | None, slugs: Iterable[str], tag: str, now: datetime, *,
          sqlite_db: Database | None = None) -> list[str]:
-    """Make the running attempts claimed under `tag` due at `now`, in every tenant; the tenants that had some.
+    """End the leases of the running attempts claimed under `tag` at `now` and make them due (`_REAP`), in
+    every tenant; the tenants that had some.
 
     PostgreSQL: on `conn`, in its transaction, a tenant's schema mapped in turn. SQLite
     (`sqlite_db`): a transaction per tenant file, `conn` unused.
@@ -134,9 +138,9 @@ class Liveness:
         if self._thread is not None:
             return
         self._stop.clear()
-        if self.db.is_sqlite:
-            self._hold_file()
-            self._check_files()
+        if self.db.is_sqlite:  # a failure here leaves this process's runs, and the dead's, to their leases
+            self._safely(self._hold_file)
+            self._safely(self._check_files)
         self._thread = threading.Thread(target=self._run, name="almanac-liveness", daemon=True)
         self._thread.start()
         if not self.db.is_sqlite:
@@ -166,7 +170,7 @@ class Liveness:
             except Exception as exc:
                 self.alive.clear()
                 log.warning("liveness.connection_lost", extra={"event": "liveness.connection_lost",
-                                                               "error": type(exc).__name__})
+                                                               "error": type(exc).__name__}, exc_info=True)
                 self._stop.wait(min(self.beat_s, 0.2))
 
     def _safely(self, step: Callable[[], Any]) -> None:
@@ -206,7 +210,8 @@ class Liveness:
     def beat(self, conn: Connection) -> list[str]:
         """Refresh this process's row; reap the processes dead for `grace_s`; the owners reaped."""
         conn.execute(_BEAT, {"owner": self.owner, "ttl": f"{self.ttl_s} seconds"})
-        dead = {row[0] for row in conn.execute(_DEAD, {"space": LOCK_SPACE, "me": self.owner})}
+        found = conn.execute(_DEAD, {"space": LOCK_SPACE, "me": self.owner, "shape": OWNER_SHAPE})
+        dead = {row[0] for row in found}
         at = time.monotonic()
         self._dead_since = {owner: self._dead_since.get(owner, at) for owner in dead}
         if at - self._held_since < self.grace_s:
@@ -223,7 +228,7 @@ class Liveness:
 
     def _reap_owner(self, owner: str) -> bool:
         """Reap a dead process's runs and free its tenant leases, if no other process did first."""
-        tag = owner.rsplit(":", 1)[1]
+        tag = owner[-TAG_LEN:]
         now = self.clock.now()
         with self.db.engine.connect() as conn, conn.begin():
             if conn.execute(delete(H).where(H.c.owner == owner).returning(H.c.owner)).first() is None:
@@ -263,7 +268,11 @@ class Liveness:
             tag = path.stem
             if tag == self.tag or len(tag) != TAG_LEN:
                 continue
-            with path.open("rb") as handle:
+            try:
+                handle = path.open("rb")
+            except FileNotFoundError:
+                continue  # another process reaped it meanwhile
+            with handle:
                 try:
                     fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
@@ -280,9 +289,9 @@ _BEAT = text(
     "VALUES (:owner, now(), now(), now() + CAST(:ttl AS interval)) "
     "ON CONFLICT (owner) DO UPDATE SET seen_at = now(), expires_at = now() + CAST(:ttl AS interval)")
 # The processes whose row stays but whose lock no session holds. Rows of another shape (a process
-# of an older version, whose owner ends in no tag) are never taken for dead.
+# of an older version, which holds no lock) are never taken for dead.
 _DEAD = text(
-    "SELECT h.owner FROM worker_heartbeats h WHERE h.owner <> :me AND h.owner ~ ':[0-7][0-9a-f]{7}$' "
+    "SELECT h.owner FROM worker_heartbeats h WHERE h.owner <> :me AND h.owner ~ :shape "
     "AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2 "
     "AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) "
     "AND CAST(l.classid AS bigint) = :space "

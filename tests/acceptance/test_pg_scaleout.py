@@ -213,7 +213,7 @@ class Cluster:
         """Each live worker's tag (the first 8 characters of its lease tokens), by pid, from its heartbeat row."""
         with self.db.engine.connect() as conn:
             owners = conn.execute(text("SELECT owner FROM worker_heartbeats")).scalars().all()
-        return {int(owner.split(":")[-2]): owner.split(":")[-1] for owner in owners}
+        return {int(owner.split(":")[-2]): owner[-8:] for owner in owners}
 
     def running_tags(self) -> list[str]:
         """The tag of every running attempt, in every tenant."""
