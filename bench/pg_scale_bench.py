@@ -272,6 +272,7 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
         retried = [r for r in ok if r.attempt > 1]
         result.update({
             "killed_after_s": round((killed_at - due).total_seconds(), 2),
+            "killed_at": killed_at.isoformat(),  # to read the workers' logs by
             # The others' first start after the kill: the due work waits on nobody.
             "first_start_after_kill_s": round((after[0] - killed_at).total_seconds(), 3) if after else None,
             "longest_gap_after_kill_s": round(max((b - a).total_seconds() for a, b in zip([killed_at, *after], after)), 3)
