@@ -36,11 +36,11 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, cast
 
-from sqlalchemy import Table, bindparam, case, create_engine, delete, select, text, update
+from sqlalchemy import Table, bindparam, create_engine, delete, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.pool import NullPool
@@ -79,14 +79,17 @@ def owner_of(tag: str) -> str:
 
 
 # The running attempts of a tag, in one tenant: found by their run rows (`ix_runs_status_id`), and
-# only those whose lease has not ended already (those are due, and recovered, anyway). Due at their
-# own planned time, not at the reaping: the claim's round robin ranks a tenant's due work by due
-# time, so a run cut short goes again ahead of that tenant's later work rather than behind it.
+# only those whose lease has not ended already (those are due, and recovered, anyway). They were
+# started once already: due `AHEAD` before the reaping, they come first in their tenant's ranking
+# (priority aside), ahead of its work still waiting, rather than behind a backlog they had passed;
+# other tenants keep their turns (the round robin ranks within each tenant). Only the pick's order
+# reads `due_at`: misfire and expiry go by `scheduled_for`.
+AHEAD = timedelta(days=1)
 _NOW: BindParameter[datetime] = bindparam("b_now")
 _REAP = (update(O).where(
     O.c.id.in_(select(R.c.occurrence_id).where(R.c.status == RUNNING, R.c.lease_token.like(bindparam("b_like")))),
     O.c.status == RUNNING, O.c.lease_token.like(bindparam("b_like")), O.c.due_at > _NOW,
-).values(due_at=case((O.c.scheduled_for < _NOW, O.c.scheduled_for), else_=_NOW), lease_until=_NOW))
+).values(due_at=bindparam("b_first"), lease_until=_NOW))
 
 
 def reap(conn: Connection | None, slugs: Iterable[str], tag: str, now: datetime, *,
@@ -99,7 +102,7 @@ def reap(conn: Connection | None, slugs: Iterable[str], tag: str, now: datetime,
     """
     if len(tag) != TAG_LEN or any(c not in "0123456789abcdef" for c in tag):
         raise ValueError("not a process tag")
-    params = {"b_like": tag + "%", "b_now": now}
+    params = {"b_like": tag + "%", "b_now": now, "b_first": now - AHEAD}
     touched = []
     for slug in sorted(slugs):
         if sqlite_db is not None:

@@ -22,7 +22,7 @@ from sqlalchemy import select
 
 from almanac.db import Database
 from almanac.platform.clock import ManualClock
-from almanac.platform.liveness import Liveness, new_tag, reap
+from almanac.platform.liveness import AHEAD, Liveness, new_tag, reap
 from almanac.platform.models import Occurrence, Run
 from almanac.platform.store_sql import SqlStore
 from almanac.sandbox.contract import RunResult
@@ -155,7 +155,7 @@ def test_reaping_touches_only_the_dead_process_s_running_attempts(
     assert touched == [slug]
     with database.tenant_session(slug) as s:
         due = dict(s.execute(select(Occurrence.id, Occurrence.due_at)).all())
-    assert all(due[c.occurrence_id] == now for c in mine)  # due at their planned time, ahead of later work
+    assert all(due[c.occurrence_id] == at - AHEAD for c in mine)  # first in the tenant's ranking
     assert all(due[c.occurrence_id] == c.lease_until for c in theirs)
     with pytest.raises(ValueError):
         reap(None, [slug], "%", at, sqlite_db=database)
