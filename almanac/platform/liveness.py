@@ -14,7 +14,9 @@ here, so waiting is not dying (SPEC section 11).
   connection (the server ends a session whose client vanished; the keepalives below bound
   how long that takes when the network, not the process, went away). A row seen so for
   `grace_s` (a process whose connection blinked takes its lock again within it) is reaped
-  by whoever deletes it, in the transaction that deletes it.
+  by whoever deletes it, in the transaction that deletes it. A process whose own connection was
+  lost reaps no one for `RECONNECT_GRACE_S` after it is back: a database restart or failover
+  cut everyone off, and the others may take longer than the grace to reconnect.
 - SQLite (one machine): each process holds `flock` on `<sqlite dir>/procs/<tag>.lock`; a
   file another process can lock belongs to a process that is gone. Looked at when the
   process starts and every `beat_s`: a process that starts again recovers what it held.
@@ -57,6 +59,10 @@ OWNER_SHAPE = ":t[0-7][0-9a-f]{7}$"  # a `worker_heartbeats.owner` made by `owne
 LOCK_SPACE = 0x616C6D61  # "alma": the first key of every process's advisory lock
 BEAT_S = 0.25
 GRACE_S = 1.0
+# After this process's own connection was lost and made again, it reaps no one for this long: what
+# cut it off (a database restart, a failover, the network) most likely cut the others off too, and
+# they may take longer than the grace to reconnect. A process that died meanwhile is reaped after it.
+RECONNECT_GRACE_S = 10.0
 # The liveness connection's own keepalives, server side too: a backend whose client vanished
 # from the network (not closed: a cable, a VM paused) ends within about 5 s, and so does its lock.
 _KEEPALIVE = dict(keepalives=1, keepalives_idle=2, keepalives_interval=1, keepalives_count=3)
@@ -131,7 +137,9 @@ class Liveness:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._dead_since: dict[str, float] = {}  # owner -> when first seen without its lock (monotonic)
-        self._held_since = 0.0
+        self._quiet_until = 0.0  # reaps no one before this (monotonic): just (re)connected
+        self._connections = 0
+        self.reconnect_grace_s = RECONNECT_GRACE_S
         self._lockfile: IO[bytes] | None = None
 
     # -- life cycle -------------------------------------------------------------------
@@ -199,7 +207,9 @@ class Liveness:
             conn.execute(text(statement))
         # Blocks only while a session of this very tag lingers (its half-open socket): ours again, soon free.
         conn.execute(text("SELECT pg_advisory_lock(:space, :key)"), {"space": LOCK_SPACE, "key": int(self.tag, 16)})
-        self._held_since = time.monotonic()
+        quiet = self.grace_s if self._connections == 0 else max(self.grace_s, self.reconnect_grace_s)
+        self._connections += 1
+        self._quiet_until = time.monotonic() + quiet
         self._dead_since.clear()
         self.alive.set()
         try:
@@ -217,8 +227,8 @@ class Liveness:
         dead = {row[0] for row in found}
         at = time.monotonic()
         self._dead_since = {owner: self._dead_since.get(owner, at) for owner in dead}
-        if at - self._held_since < self.grace_s:
-            return []  # just (re)connected: the others may be reconnecting too (a database restart)
+        if at < self._quiet_until:
+            return []  # just (re)connected: the others may be reconnecting too
         reaped = []
         for owner in sorted(o for o, since in self._dead_since.items() if at - since >= self.grace_s):
             self._dead_since.pop(owner, None)  # reaped, or failed: seen dead again, it waits the grace again
