@@ -28,6 +28,7 @@ from almanac.outbound import Outbound, RunOutbound
 from almanac.delivery.dispatcher import Dispatcher
 from almanac.platform.admission import Admission
 from almanac.platform.clock import Clock, SystemClock
+from almanac.platform.liveness import Liveness, owner_of
 from almanac.platform.notify import Listener, Notifier, notify_in
 from almanac.platform.runner import broken
 from almanac.platform.store_sql import SqlStore
@@ -282,16 +283,21 @@ class ScaledScheduler:
     deliveries over the processes; on SQLite
     it decides which tenants the timer looks at (all of them). The `Listener`
     (PostgreSQL only) wakes the timer when another process NOTIFYs a change, and
-    re-wakes it after reconnecting.
+    re-wakes it after reconnecting. The `Liveness` shows this process alive from
+    before its first claim until its last run is recorded, and makes the running
+    attempts of processes that died due again (waking the timer for them).
     Everything else (`tick`, `run_claim`, ...) is the timer's own.
     """
 
     def __init__(self, timer: Scheduler, leases: TenantLeases, db: Database, dispatcher: Any = None,
-                 pruner: Any = None) -> None:
+                 pruner: Any = None, liveness: Liveness | None = None) -> None:
         self.timer, self.leases, self.dispatcher, self.pruner = timer, leases, dispatcher, pruner
+        self.liveness = liveness
         self.listener = Listener.for_database(db, self.wake, on_connect=self._wake_all)
 
     def start(self) -> None:
+        if self.liveness is not None:  # alive before the first claim; the dead's runs due before the first look
+            self.liveness.start()
         self.leases.start()  # a first share before the timer's first look at its tenants
         self.timer.start()
         if self.dispatcher is not None:
@@ -310,6 +316,13 @@ class ScaledScheduler:
             self.dispatcher.stop()
         self.timer.stop(timeout)
         self.leases.stop()  # hand the tenants over at once rather than when the leases lapse
+        if self.liveness is not None:  # last: while runs were out, the others had to see this process alive
+            self.liveness.stop()
+
+    def wake_tenants(self, slugs: list[str]) -> None:
+        """Look at these tenants now (the runs of a dead process were made due in them)."""
+        for slug in slugs:
+            self.wake(slug)
 
     def wake(self, slug: str) -> None:
         # The cross-tenant timer claims any tenant's due work: a change anywhere is its business.
@@ -337,8 +350,9 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
                                      outbound=Outbound(db, settings), spares=settings.sandbox_spare_workers)
     in_flight = runner.runs_in_flight() if hasattr(runner, "runs_in_flight") else None
     holder: list[Scheduler] = []
+    # One row a process in `worker_heartbeats`: the tenant leases count it, the liveness reaps it once dead.
     leases = TenantLeases(db, lambda: list_slugs(db), on_gained=lambda slug: holder[0].wake(slug),
-                          ttl_s=settings.timer_lease_s)
+                          ttl_s=settings.timer_lease_s, owner=owner_of(store.owner_tag))
     timer_options: dict[str, Any] = dict(workers=in_flight, tenant_max_share=settings.tenant_max_share,
                                          parallel=getattr(runner, "processes", None))
     if db.is_sqlite:  # a tenant is a file of its own: the timer looks at each (all of them: one process)
@@ -356,10 +370,15 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     # Pruning follows the timer's tenants too: each tenant's history is pruned by one process at a time.
     pruner = Pruner(db, clock, leases.owned, settings.retention_days, settings.prune_interval_s,
                     batch=settings.prune_batch)
-    scheduler = ScaledScheduler(timer, leases, db, dispatcher, pruner)
+    woken: list[ScaledScheduler] = []
+    liveness = Liveness(db, store.owner_tag, lambda: list_slugs(db), clock, ttl_s=settings.timer_lease_s,
+                        on_reaped=lambda slugs: woken[0].wake_tenants(slugs))
+    scheduler = ScaledScheduler(timer, leases, db, dispatcher, pruner, liveness)
+    woken.append(scheduler)
     return Services(settings=settings, db=db, clock=clock, scheduler=scheduler, runner=runner, store=store,
                     admission=admission,
-                    extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher, "pruner": pruner})
+                    extras={"notifier": Notifier(db), "leases": leases, "dispatcher": dispatcher, "pruner": pruner,
+                            "liveness": liveness})
 
 
 STOP_POLL_S = 0.5  # how soon the main thread sees a stop signal another thread received

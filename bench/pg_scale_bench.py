@@ -29,8 +29,9 @@ and each process's resident memory (VmRSS, and VmHWM its peak), main process onl
 The failover phase (4 processes) kills one with SIGKILL once a third of the burst has
 been claimed, then checks that every occurrence succeeded exactly once, and reports how soon
 after the kill the others started runs (the dead process's due work is in the shared
-index, no tenant lease to wait for) and how late the dead process's own claimed runs
-started again (they wait for their leases: the script's timeout + `--lease-margin`).
+index, no tenant lease to wait for) and when the dead process's own in-flight runs started
+again (first, median, last: the others see its session end, `platform.liveness`, and make
+them due at once; their leases, the script's timeout + `--lease-margin`, are the last resort).
 
 The procrastinate phase (bench/pg_procrastinate.py) defers the same number of jobs of a
 no-op task due at one instant and drains them with the same number of worker processes.
@@ -271,16 +272,23 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
         retried = [r for r in ok if r.attempt > 1]
         result.update({
             "killed_after_s": round((killed_at - due).total_seconds(), 2),
+            "killed_at": killed_at.isoformat(),  # to read the workers' logs by
             # The others' first start after the kill: the due work waits on nobody.
             "first_start_after_kill_s": round((after[0] - killed_at).total_seconds(), 3) if after else None,
             "longest_gap_after_kill_s": round(max((b - a).total_seconds() for a, b in zip([killed_at, *after], after)), 3)
             if after else None,
-            # The dead process's claimed runs: started again once their leases lapsed.
+            # The dead process's in-flight runs: made due once the others see its session gone
+            # (`platform.liveness`), not when their leases lapse; how soon they started again.
             "lease_lapsed": sum(1 for r in runs if r.status == "failed" and "lease lapsed" in (r.reason or "")),
-            "retried_started_after_kill_s": round(max((r.started_at - killed_at).total_seconds() for r in retried), 2)
-            if retried else None,
+            "retried_started_after_kill_s": restarted(retried, killed_at),
         })
     return result
+
+
+def restarted(retried: list[Any], killed_at: datetime) -> list[float] | None:
+    """When the dead process's runs started again, after the kill: [first, median, last] (s), or None."""
+    after = sorted((r.started_at - killed_at).total_seconds() for r in retried if r.started_at)
+    return [round(after[0], 2), round(after[len(after) // 2], 2), round(after[-1], 2)] if after else None
 
 
 # -- the worker processes ----------------------------------------------------------------------------
@@ -319,6 +327,9 @@ def table(rows: list[dict[str, Any]]) -> str:
         rss = f"{min(r['rss_mb'], default=0)}-{max(r['rss_mb'], default=0)} ({max(r['peak_rss_mb'], default=0)})" \
             if "rss_mb" in r else "-"
         extra = " kill -9 one" if "killed_after_s" in r else ""
+        if r.get("retried_started_after_kill_s"):
+            first, _, last = r["retried_started_after_kill_s"]
+            extra += f" (its {r['lease_lapsed']} runs in flight started again {first}-{last} s after)"
         lines.append(f"| {r['system']}{extra} | {r['processes']} | {r['due']} | {r['ran']} ({r.get('twice', '-')}) | "
                      f"{r['per_second']} | {r['drain_s']} | {r['lag_p50_s']} / {r['lag_p99_s']} | {rss} | "
                      f"{' / '.join(str(x) for x in r.get('cpu_ms_per_run', [])) or '-'} | "

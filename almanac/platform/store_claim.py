@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 from collections.abc import Iterable
 from functools import lru_cache
@@ -48,14 +47,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("almanac.scheduler")
 
 
-def lease_token() -> str:
-    """A claim's fencing token: the claiming process's id in 8 hex digits, then 96 random bits.
+def lease_token(tag: str) -> str:
+    """A claim's fencing token: the claiming process's tag (8 hex digits, `liveness.new_tag`), then 96 random bits.
 
-    The random part is what fences (no two claims share a token). The prefix lets an operator,
-    and the kill -9 acceptance test, tell which process holds a running attempt without a
-    column of its own: `SELECT left(lease_token, 8) ... WHERE status = 'running'`.
+    The random part is what fences (no two claims share a token). The tag tells which process
+    holds a running attempt without a column of its own: the attempts of a process that died
+    are found by it (`liveness.reap`), and so can an operator (`SELECT left(lease_token, 8) ...`).
     """
-    return f"{os.getpid():08x}{secrets.token_hex(12)}"
+    return f"{tag}{secrets.token_hex(12)}"
 
 
 O, R, J, S = Occurrence.__table__, Run.__table__, Job.__table__, Schedule.__table__
@@ -127,6 +126,7 @@ class ClaimMixin:
     rules: planning.Rules
     lease_margin_s: float
     is_postgres: bool
+    owner_tag: str  # this process's tag, the first 8 characters of its lease tokens
     _sources: dict[tuple[str, int, int], str]
     _sources_lock: Any
 
@@ -344,7 +344,7 @@ class ClaimMixin:
         if lease is None:  # one per timeout in a batch: the same value for every claim that shares it
             lease = batch.leases[script.timeout_ms] = policies.lease_until(batch.lease_from, script.timeout_ms,
                                                                            self.lease_margin_s)
-        batch.pending.append(Pending(row, owner, script, policy, lease_token(), lease))
+        batch.pending.append(Pending(row, owner, script, policy, lease_token(self.owner_tag), lease))
         if row.schedule_id is not None:
             batch.running.setdefault(row.schedule_id, {})[row.id] = lease
 

@@ -21,15 +21,13 @@ nothing ties a tenant to a process: when a process dies, its due work is claimed
 others at their next pass; only its running attempts wait for their own leases (their
 `due_at` is the lease end, so they come back through the index when it lapses).
 
-Affinity, an optimisation only (`prefer`): within each round of the round robin below, a pass
-orders the due rows of the tenants its process holds timer leases for (`TenantLeases`) before the
-others'. A burst of up to 16 rows a tenant is one round, so each process claims its own tenants'
-rows first; a quiet tenant's one row still comes in the first round, whoever holds it (its holder
-may have died, and the leases move only when they lapse). A tenant met by every process is met
-cold by a backend of each (building its tables' catalog entries and plans); held by one, its
-work is claimed by its holder while the holder has room, so its tables stay warm there. Any
-process still claims any tenant's rows once its own are taken, so the work of a process that
-died is claimed by the others at once, as before.
+Affinity (`prefer`), an option the timer does not use: within each round of the round robin
+below, a pass may order the due rows of some tenants (a process's timer leases) before the
+others'. It kept a tenant's tables warm in its holder's backends, but it decided who waits: in a
+burst each process served its own tenants first in every round, so the tenants of a busy process,
+or of one that died (its leases move only when they lapse), came last in every round (decision
+0172). Every process now claims in the round robin's one order, its ties broken at random per pass;
+the lanes keep each tenant on one connection of each process.
 
 Fairness between tenants (SPEC section 11): the due rows are ranked within their tenant
 (priority, then due time) and taken round robin in chunks of `chunk` rows per tenant,

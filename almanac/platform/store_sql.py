@@ -29,6 +29,7 @@ from almanac.db import Database
 from almanac.errors import NotFound, QuotaExceeded
 from almanac.platform import planning, policies, quotas
 from almanac.platform.lanes import Lanes
+from almanac.platform.liveness import new_tag
 from almanac.platform.models import KV, RUNNING, Job, Run, Script, ScriptVersion
 from almanac.platform.store import Claim
 from almanac.platform.store_claim import BACKLOG, NEXT_DUE, ClaimMixin
@@ -46,8 +47,10 @@ _KV_READ = select(KVT.c.value).where(KVT.c.key == bindparam("b_key"))
 
 
 class SqlStore(ClaimMixin, DueMixin, RecordMixin):
-    def __init__(self, db: Database, rules: planning.Rules | None = None, *, lease_margin_s: float | None = None):
+    def __init__(self, db: Database, rules: planning.Rules | None = None, *, lease_margin_s: float | None = None,
+                 owner_tag: str | None = None):
         self.db = db
+        self.owner_tag = owner_tag or new_tag()  # its claims' tokens begin with it (`liveness`)
         self.rules = rules or planning.RecurrenceRules()
         self.lease_margin_s = policies.LEASE_MARGIN_S if lease_margin_s is None else lease_margin_s
         self.is_postgres = not db.is_sqlite

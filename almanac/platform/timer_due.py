@@ -27,13 +27,12 @@ from almanac.platform.timer import Scheduler
 
 log = logging.getLogger("almanac.scheduler")
 
-# Claims held per run slot: at least CLAIM_AHEAD, and up to CLAIM_AHEAD_MAX while the runs are
-# short enough that what a process holds is run within HELD_WAIT_S (`claim_ahead`). The per-tenant
-# timer holds 16 (a claim there is a transaction per tenant). Across tenants a pass costs about the
-# same whatever it claims (the pick ranks the due rows; its reads and writes are a few statements
-# for all its tenants), so larger passes cost less a run; but a claim held waits for a slot while
-# another process may be free, so slow runs keep the old 4.
-CLAIM_AHEAD = 4
+# Claims a process holds (`held_claims`): the runs it has slots for now, plus what its processes
+# start within HELD_WAIT_S, up to CLAIM_AHEAD_MAX per run slot. A claim held waits for a slot while
+# another process may be free, and the runs of a process that dies are retried only once it is seen
+# dead: holding little strands little. Across tenants a pass costs about the same whatever it claims
+# (the pick ranks the due rows; its reads and writes are a few statements for all its tenants), so
+# short runs still claim many at a time.
 CLAIM_AHEAD_MAX = 12
 HELD_WAIT_S = 1.0
 # Threads claiming at once in a process. A pass is mostly waiting on the database (a few statements
@@ -48,16 +47,19 @@ CLAIMERS = 2
 LOCKED_OUT_WAIT_S = 0.05
 
 
-def claim_ahead(avg_run_s: float | None, parallel: int, run_limit: int) -> int:
-    """Claims to hold per run slot: as many as the process runs within `HELD_WAIT_S`, from 4 to 12.
+def held_claims(avg_run_s: float | None, parallel: int, run_limit: int) -> int:
+    """The most claims a process holds: its run slots, and the runs its processes start within `HELD_WAIT_S`.
 
-    `avg_run_s`: the runs' average time (None before the first: 4). A process holding
-    `ahead x run_limit` claims runs them at `parallel / avg_run_s` a second.
+    `avg_run_s`: the runs' average time (None before the first has ended: then one run out and
+    one waiting per process, whatever the runner's in-flight budget). The process starts
+    `parallel / avg_run_s` runs a second. Refilled at half (`cross_room`), as db-scheduler
+    fetches `limit - in_flight` once the queue drained to its lower limit.
     """
+    parallel = max(1, parallel)
     if avg_run_s is None:
-        return CLAIM_AHEAD
-    runs_in_wait = HELD_WAIT_S * max(1, parallel) / max(avg_run_s, 1e-6)
-    return max(CLAIM_AHEAD, min(CLAIM_AHEAD_MAX, int(runs_in_wait // max(1, run_limit))))
+        return 2 * parallel
+    soon = int(HELD_WAIT_S * parallel / max(avg_run_s, 1e-6))
+    return max(run_limit, min(CLAIM_AHEAD_MAX * run_limit, run_limit + soon))
 
 
 def next_look(batch: CrossBatch, now: datetime, idle: timedelta) -> tuple[datetime, bool]:
@@ -98,7 +100,7 @@ class CrossTenantScheduler(Scheduler):
         self._runner_ready = threading.Event()  # the other claimers wait for the runner, as the first does
         self._more_claimers: list[threading.Thread] = []
         self.tenant_exists = tenant_exists
-        self.claim_ahead = claim_ahead  # None: `claim_ahead(...)` of the runs' average time
+        self.claim_ahead = claim_ahead  # claims held per run slot; None: `held_claims(...)` of the runs' average time
         self._woken = False
         self._room_wanted = False  # a pass found no room: a run that ends wakes the loop
         self._renewer: threading.Thread | None = None
@@ -158,8 +160,9 @@ class CrossTenantScheduler(Scheduler):
 
     @property
     def capacity(self) -> int:
-        limit = self.run_limit
-        return (self.claim_ahead or claim_ahead(self._avg_run_s, self.parallel, limit)) * limit
+        if self.claim_ahead:
+            return self.claim_ahead * self.run_limit
+        return held_claims(self._avg_run_s, self.parallel, self.run_limit)
 
     def wake(self, tenant: str) -> None:
         """Something changed (a schedule, a job, a finished run): look at the index now."""
@@ -290,10 +293,10 @@ class CrossTenantScheduler(Scheduler):
                 return now + self.idle, True
             self._inflight += free  # reserved while the claim runs
         try:
-            # Within each round robin round, the tenants this process holds timer leases for first
-            # (their tables stay warm in its backends), any other tenant's after them.
-            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists,
-                                            prefer=list(self.tenants()))
+            # No tenant first for being this process's (its timer leases): every process claims in the
+            # round robin's one order, so a tenant's place in a burst does not depend on whether the
+            # process holding its lease is busy, or dead (its leases move only once they lapse).
+            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists)
         finally:
             with self._cond:
                 self._inflight -= free

@@ -1,10 +1,9 @@
 """Spreading tenants over processes, with leases in the shared schema and no coordinator.
 
-Since the cross-tenant due index every PostgreSQL process claims any tenant's due
-work (`timer_due`); these leases only tell each process which tenants' rows to claim first
-(`store_due.claim_across(prefer=...)`, so that a tenant's tables stay warm in one process's
-backends). They still spread the tenants' deliveries (webhooks, e-mail) over the processes;
-on SQLite they are not used at all.
+Since the cross-tenant due index every PostgreSQL process claims any tenant's due work
+(`timer_due`), in one order whatever leases it holds: a tenant's place in a burst does not
+depend on its holder. These leases spread the tenants' deliveries (webhooks, e-mail) and
+pruning over the processes; on SQLite they are not used at all.
 
 Every few seconds (`renew_s`) each process, in one transaction on the database's clock:
 

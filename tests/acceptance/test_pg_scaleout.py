@@ -196,12 +196,10 @@ class Cluster:
             os.kill(w.pid, signal.SIGSTOP)
         killed = None
         try:
-            parts = " UNION ALL ".join(f"SELECT left(lease_token, 8) AS pid FROM {schema_for(slug)}.runs "
-                                       "WHERE status = 'running'" for slug in self.tenants)
-            with self.db.engine.connect() as conn:
-                held = Counter(conn.execute(text(parts)).scalars())
-            chosen = max(live, key=lambda w: held[f"{w.pid:08x}"])
-            assert held[f"{chosen.pid:08x}"] > 0, f"no worker held a running attempt: {held}"
+            held = Counter(self.running_tags())
+            tags = self.tags()
+            chosen = max(live, key=lambda w: held[tags.get(w.pid, "")])
+            assert held[tags.get(chosen.pid, "")] > 0, f"no worker held a running attempt: {held}"
             os.kill(chosen.pid, signal.SIGKILL)
             chosen.wait()
             killed = chosen
@@ -210,6 +208,19 @@ class Cluster:
                 if w is not killed:
                     os.kill(w.pid, signal.SIGCONT)
         return chosen
+
+    def tags(self) -> dict[int, str]:
+        """Each live worker's tag (the first 8 characters of its lease tokens), by pid, from its heartbeat row."""
+        with self.db.engine.connect() as conn:
+            owners = conn.execute(text("SELECT owner FROM worker_heartbeats")).scalars().all()
+        return {int(owner.split(":")[-2]): owner[-8:] for owner in owners}
+
+    def running_tags(self) -> list[str]:
+        """The tag of every running attempt, in every tenant."""
+        parts = " UNION ALL ".join(f"SELECT left(lease_token, 8) AS tag FROM {schema_for(slug)}.runs "
+                                   "WHERE status = 'running'" for slug in self.tenants)
+        with self.db.engine.connect() as conn:
+            return list(conn.execute(text(parts)).scalars())
 
     def log(self, index: int) -> str:
         return (self.var / f"worker-{index}.log").read_text()
@@ -354,6 +365,38 @@ def test_200_tenants_a_burst_across_all_of_them_and_a_kill_9_nothing_lost_or_dou
           f"first start after the kill {first_after:.2f} s; load {os.getloadavg()[0]:.1f}")
     # The others went on with the due work before any lease of the dead one could lapse (4 s).
     assert first_after < 4, first_after
+
+
+SLOW = "export default function () { const t = Date.now(); while (Date.now() - t < 1200) {} return 'slow'; }"
+
+
+def test_a_killed_worker_s_running_attempts_start_again_on_another_worker_within_seconds(cluster: Any) -> None:
+    """kill -9 takes the worker's session with it: the others see its liveness lock gone and retry its
+    running attempts at once, long before their leases (10 s timeout + 60 s margin here) could lapse."""
+    c = cluster(2, ALMANAC_LEASE_MARGIN_S="60", ALMANAC_SANDBOX_PROCESSES="1")
+    for _ in range(2):
+        c.start_worker(ready_line=True)
+    c.wait_ready(timeout=60)
+    due = datetime.now(timezone.utc) + timedelta(seconds=1)
+    for slug in c.tenants:
+        c.add_jobs(slug, SLOW, [due] * 4, timeout_ms=10_000)
+    deadline = time.monotonic() + 30
+    while len(set(c.running_tags())) < 2:  # both workers run one
+        assert time.monotonic() < deadline, [c.log(i)[-1500:] for i in range(2)]
+        time.sleep(0.05)
+    victim = c.kill_a_claim_holder()
+    killed = datetime.now(timezone.utc)
+    c.wait_succeeded(8, timeout=40)
+    statuses = c.assert_exactly_once(4)
+    assert statuses["failed"] >= 1, "the killed worker held no running attempt"
+    retried = {(slug, r.occurrence_id) for slug in c.tenants for r in c.runs(slug) if r.status == "failed"}
+    starts = [(r.started_at - killed).total_seconds() for slug in c.tenants for r in c.runs(slug)
+              if (slug, r.occurrence_id) in retried and r.status == "succeeded"]
+    print(f"\nthe killed worker's {len(starts)} running attempts started again {min(starts):.2f}-{max(starts):.2f} s "
+          f"after the kill; load {os.getloadavg()[0]:.1f}")
+    # Detection takes about a second (a beat and its grace), then a pass; the runs ahead take 1.2 s each.
+    assert max(starts) < 5, starts
+    assert all(w.poll() is None for w in c.workers if w is not victim)
 
 
 def test_the_database_restarted_under_load_workers_reconnect_and_carry_on(cluster: Any, pg: RestartablePg) -> None:

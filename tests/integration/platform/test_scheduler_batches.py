@@ -4,7 +4,6 @@ apply only for the records that applied."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -30,8 +29,8 @@ def test_one_claim_transaction_claims_many_with_their_own_tokens_and_runs(world:
     batch = world.store.claim_due(world.tenant, world.clock.now(), 100)
     assert len(batch.claims) == 25 and not batch.full
     assert len({c.lease_token for c in batch.claims}) == 25
-    # Each token names the claiming process, so that whose running attempt a row is can be told.
-    assert {c.lease_token[:8] for c in batch.claims} == {f"{os.getpid():08x}"}
+    # Each token begins with the claiming process's tag: a dead process's running attempts are found by it.
+    assert {c.lease_token[:8] for c in batch.claims} == {world.store.owner_tag}
     assert len({c.run_id for c in batch.claims}) == 25
     runs = {r.id: r for r in world.runs()}
     for claim in batch.claims:

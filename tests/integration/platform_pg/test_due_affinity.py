@@ -1,4 +1,4 @@
-"""A claim pass takes first the due work of the tenants its process holds leases for (PostgreSQL).
+"""A claim pass may take first the due work of some tenants (`prefer`, PostgreSQL); the timer does not ask it to.
 
 Every process may claim any tenant's due work from the shared index, and should (a process
 that dies leaves its tenants' work to the others at once). But a tenant met by every process
@@ -103,9 +103,10 @@ class Recording:
         return CrossBatch([], 0, False, [], None, {})
 
 
-def test_the_timer_prefers_the_tenants_it_holds_leases_for() -> None:
+def test_the_timer_puts_no_tenant_first_for_the_leases_it_holds() -> None:
+    """The option stays the store's; the timer no longer uses it (test_fair_across_processes.py)."""
     store = Recording()
     timer = CrossTenantScheduler(store, FunctionRunner(lambda *a: None), SystemClock(), lambda: ["a", "b"],
                                  workers=4)
     timer._pass(datetime.now(timezone.utc))
-    assert store.preferred == [["a", "b"]]
+    assert store.preferred == [None]

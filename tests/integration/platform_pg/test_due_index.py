@@ -254,7 +254,7 @@ def test_claims_of_tenants_whose_run_ids_coincide_are_all_renewed(
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 3)
     timer = CrossTenantScheduler(store, Holding(), ManualClock(now), lambda: [], workers=4,
-                                 claimers=1)  # room for 16, all of it for this one claimer
+                                 claimers=1, claim_ahead=4)  # room for 16, all of it for this one claimer
     timer._pass(now)
     assert timer.outstanding().claimed == 9  # 3 tenants x runs 1, 2, 3
     later = now + timedelta(seconds=20)
@@ -391,7 +391,7 @@ def test_two_claimers_of_one_process_claim_at_once_each_its_part_and_every_run_o
             time.sleep(0.1)
     finally:
         timer.stop()
-    assert limits == [8, 8]  # each its half of the room (4 workers x 4 claims ahead)
+    assert limits == [4, 4]  # each its half of the room (2 claims a thread before any run has ended)
     for slug in tenants:
         with database.tenant_session(slug) as s:
             ok = Counter(r.job_key for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars())
