@@ -1,0 +1,181 @@
+"""What a business calendar does to a rule's occurrences: keep, skip or move.
+
+`roll` takes the occurrences a rule makes (aware, in the rule's zone) and
+answers one `Rolled` per original occurrence, in order:
+
+* on a business day it is kept;
+* otherwise, by the policy: `skip` drops it; `before` moves it to the
+  previous business day and `after` to the next one, at the same wall-clock
+  time in the rule's zone (so 09:00 stays 09:00 across a DST change; a time
+  in a spring-forward gap moves forward by the gap, as everywhere else);
+* a move never makes two runs on one day: a day that holds a moved run
+  takes no other, and a day that already holds a run takes no moved one;
+  the later original occurrence is the one skipped, with the reason.
+
+The search for a business day is bounded (`MAX_SEARCH_DAYS`); a calendar
+with none in reach is `NeverFires`. A year the holiday library does not
+cover is never treated as free of holidays: such an occurrence is skipped
+and its reason says the holidays are unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Iterable, Iterator, Literal
+
+from almanac.errors import HolidaysUnknown, NeverFires, ValidationError
+
+from .calendars import BusinessCalendar, why_not_business_day
+from .model import Recurrence
+from .occurrences import occurrences
+from .zones import get_zone, to_instant
+
+Policy = Literal["skip", "before", "after"]
+POLICIES: tuple[Policy, ...] = ("skip", "before", "after")
+MAX_SEARCH_DAYS = 366
+# The never-fires check with a calendar looks this far ahead, and at no more
+# days with an occurrence than this, so it stays within the preview's time.
+HORIZON_YEARS = 10
+HORIZON_DAYS_INSPECTED = 400
+
+
+@dataclass(frozen=True)
+class Rolled:
+    """One original occurrence and what the calendar made of it.
+
+    `action` is "kept", "moved" or "skipped"; `when` is the run's time (None when
+    skipped); `reason` is empty when kept.
+    """
+
+    original: datetime
+    action: Literal["kept", "moved", "skipped"]
+    when: datetime | None
+    reason: str = ""
+
+    def describe(self) -> str:
+        """The line a preview shows: "25 Dec skipped: Christmas Day"."""
+        if self.action == "kept":
+            return f"{_day(self.original)} kept"
+        if self.action == "skipped":
+            return f"{_day(self.original)} skipped: {self.reason}"
+        assert self.when is not None
+        return f"moved from {_day(self.original)} to {_day(self.when)}: {self.reason}"
+
+
+def _day(when: datetime) -> str:
+    return f"{when:%a} {when.day} {when:%b %Y}"
+
+
+def check_policy(policy: str) -> Policy:
+    """The policy named, or ValidationError listing the three."""
+    for known in POLICIES:
+        if policy == known:
+            return known
+    raise ValidationError(f"{policy[:20]!r} is not a calendar policy: use skip, before or after.",
+                          details={"field": "policy"})
+
+
+def roll(found: Iterable[datetime], cal: BusinessCalendar, policy: Policy = "skip"
+         ) -> Iterator[Rolled]:
+    """One Rolled per occurrence of `found` (aware, increasing), lazily and in order."""
+    moved_days: set[date] = set()
+    last_day: date | None = None  # the latest day holding a run
+    for original in found:
+        day = original.date()
+        reason = _why_not(cal, day)
+        if reason is None:
+            if day in moved_days:
+                yield Rolled(original, "skipped", None,
+                             f"{_day(original)} already has a run moved there by the calendar")
+                continue
+            last_day = day
+            yield Rolled(original, "kept", original)
+            continue
+        if policy == "skip":
+            yield Rolled(original, "skipped", None, reason)
+            continue
+        target = _moved(original, cal, policy)
+        if target.date() == last_day or target.date() in moved_days:
+            yield Rolled(original, "skipped", None,
+                         f"{reason}; {_day(target)} already has a run")
+            continue
+        moved_days.add(target.date())
+        last_day = target.date()
+        yield Rolled(original, "moved", target, reason)
+
+
+def _why_not(cal: BusinessCalendar, day: date) -> str | None:
+    try:
+        return why_not_business_day(cal, day)
+    except HolidaysUnknown:
+        return f"holidays unknown for {day.year}"
+
+
+def _moved(original: datetime, cal: BusinessCalendar, policy: Policy) -> datetime:
+    """The same wall time on the nearest business day before or after `original`'s day."""
+    step = timedelta(days=-1 if policy == "before" else 1)
+    day = original.date()
+    reason = None
+    for _ in range(MAX_SEARCH_DAYS):
+        day += step
+        reason = _why_not(cal, day)
+        if reason is None:
+            wall = datetime.combine(day, original.replace(tzinfo=None).time())
+            return to_instant(wall, original.tzinfo)  # type: ignore[arg-type]
+    # The last reason seen tells an unknown-holidays year from a truly closed calendar.
+    raise NeverFires(
+        f"Calendar {cal.name!r} has no business day within {MAX_SEARCH_DAYS} days "
+        f"{policy} {original:%Y-%m-%d} ({reason} on {day:%Y-%m-%d}), "
+        "so an occurrence there can never be moved to one."
+    )
+
+
+# ---------------------------------------------------------------- never fires
+
+
+def ensure_fires_with_calendar(rec: Recurrence, cal: BusinessCalendar, policy: Policy,
+                               now: datetime) -> None:
+    """NeverFires, naming the horizon, if no occurrence at or after `now` survives the calendar.
+
+    Call after `ensure_fires` (the rule alone fires). The horizon is `HORIZON_YEARS`
+    after `now` and at most `HORIZON_DAYS_INSPECTED` days with an occurrence: the
+    search jumps to the next day after each excluded one, so a rule firing every
+    minute costs one step per day, not per minute.
+    """
+    zone = get_zone(rec.timezone)
+    now = now.astimezone(zone)
+    end = min(now + timedelta(days=round(365.25 * HORIZON_YEARS)),
+              datetime(9999, 12, 30, tzinfo=zone))
+    first: Rolled | None = None
+    inspected = 0
+    for rolled in roll(_day_jumps(rec, cal, now, end), cal, policy):
+        inspected += 1
+        if rolled.when is not None and rolled.when >= now:
+            return
+        first = first or rolled
+    if first is None:
+        return  # nothing in the horizon at all: the rule's own check decides
+    shown = first.describe() if first.action == "skipped" else f"{first.describe()}, before now"
+    raise NeverFires(
+        f"Every occurrence from {now:%Y-%m-%d} to {end:%Y-%m-%d} (or the first "
+        f"{HORIZON_DAYS_INSPECTED} days with one) falls on a day that is not a business day "
+        f"in calendar {cal.name!r} with policy {policy}, so it never fires ({shown}; "
+        f"{inspected} checked)."
+    )
+
+
+def _day_jumps(rec: Recurrence, cal: BusinessCalendar, now: datetime, end: datetime
+               ) -> Iterator[datetime]:
+    """The rule's occurrences from `now` to `end`, but only the first of each excluded day."""
+    cursor = now
+    for _ in range(HORIZON_DAYS_INSPECTED):
+        found = occurrences(rec, after=cursor, count=1)
+        if not found or found[0] > end:
+            return
+        yield found[0]
+        if _why_not(cal, found[0].date()) is None:
+            cursor = found[0] + timedelta(microseconds=1)
+        else:
+            midnight = datetime.combine(found[0].date() + timedelta(days=1), datetime.min.time())
+            cursor = max(to_instant(midnight, found[0].tzinfo), found[0])  # type: ignore[arg-type]
