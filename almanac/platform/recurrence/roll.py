@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Iterable, Iterator, Literal
 
-from almanac.errors import HolidaysUnknown, NeverFires, ValidationError
+from almanac.errors import HolidaysUnknown, InvalidRule, NeverFires, ValidationError
 
 from .calendars import BusinessCalendar, why_not_business_day
 from .model import Recurrence
@@ -80,6 +80,7 @@ def roll(found: Iterable[datetime], cal: BusinessCalendar, policy: Policy = "ski
          ) -> Iterator[Rolled]:
     """One Rolled per occurrence of `found` (aware, increasing), lazily and in order."""
     moved_days: set[date] = set()
+    last_move: tuple[date, date] | None = None  # (from, to) of the latest search
     last_day: date | None = None  # the latest day holding a run
     for original in found:
         day = original.date()
@@ -95,7 +96,8 @@ def roll(found: Iterable[datetime], cal: BusinessCalendar, policy: Policy = "ski
         if policy == "skip":
             yield Rolled(original, "skipped", None, reason)
             continue
-        target = _moved(original, cal, policy)
+        target = _moved(original, cal, policy, last_move)
+        last_move = (day, target.date())
         if target.date() == last_day or target.date() in moved_days:
             yield Rolled(original, "skipped", None,
                          f"{reason}; {_day(target)} already has a run")
@@ -112,17 +114,28 @@ def _why_not(cal: BusinessCalendar, day: date) -> str | None:
         return f"holidays unknown for {day.year}"
 
 
-def _moved(original: datetime, cal: BusinessCalendar, policy: Policy) -> datetime:
-    """The same wall time on the nearest business day before or after `original`'s day."""
+def _moved(original: datetime, cal: BusinessCalendar, policy: Policy,
+           last_move: tuple[date, date] | None) -> datetime:
+    """The same wall time on the nearest business day before or after `original`'s day.
+
+    `last_move` is the previous search: every day strictly between its two ends is
+    excluded, so a search that reaches it ends there; a long closed range then costs
+    one walk, not one walk per occurrence in it.
+    """
     step = timedelta(days=-1 if policy == "before" else 1)
     day = original.date()
     reason = None
     for _ in range(MAX_SEARCH_DAYS):
-        day += step
-        reason = _why_not(cal, day)
-        if reason is None:
-            wall = datetime.combine(day, original.replace(tzinfo=None).time())
-            return to_instant(wall, original.tzinfo)  # type: ignore[arg-type]
+        if last_move is not None and min(last_move) <= day <= max(last_move) \
+                and day != last_move[1]:
+            day = last_move[1]
+        else:
+            day += step
+            reason = _why_not(cal, day)
+            if reason is not None:
+                continue
+        wall = datetime.combine(day, original.replace(tzinfo=None).time())
+        return to_instant(wall, original.tzinfo)  # type: ignore[arg-type]
     # The last reason seen tells an unknown-holidays year from a truly closed calendar.
     raise NeverFires(
         f"Calendar {cal.name!r} has no business day within {MAX_SEARCH_DAYS} days "
@@ -139,18 +152,16 @@ def ensure_fires_with_calendar(rec: Recurrence, cal: BusinessCalendar, policy: P
     """NeverFires, naming the horizon, if no occurrence at or after `now` survives the calendar.
 
     Call after `ensure_fires` (the rule alone fires). The horizon is `HORIZON_YEARS`
-    after `now` and at most `HORIZON_DAYS_INSPECTED` days with an occurrence: the
-    search jumps to the next day after each excluded one, so a rule firing every
-    minute costs one step per day, not per minute.
+    after `now`, at most `HORIZON_DAYS_INSPECTED` days with an occurrence, and what
+    the work budget allows: the search jumps to the next day after each excluded
+    one, so a rule firing every minute costs one step per day, not per minute.
     """
     zone = get_zone(rec.timezone)
     now = now.astimezone(zone)
-    end = min(now + timedelta(days=round(365.25 * HORIZON_YEARS)),
-              datetime(9999, 12, 30, tzinfo=zone))
+    horizon = _Horizon(min(now + timedelta(days=round(365.25 * HORIZON_YEARS)),
+                           datetime(9999, 12, 30, tzinfo=zone)))
     first: Rolled | None = None
-    inspected = 0
-    for rolled in roll(_day_jumps(rec, cal, now, end), cal, policy):
-        inspected += 1
+    for rolled in roll(_day_jumps(rec, cal, now, horizon), cal, policy):
         if rolled.when is not None and rolled.when >= now:
             return
         first = first or rolled
@@ -158,21 +169,37 @@ def ensure_fires_with_calendar(rec: Recurrence, cal: BusinessCalendar, policy: P
         return  # nothing in the horizon at all: the rule's own check decides
     shown = first.describe() if first.action == "skipped" else f"{first.describe()}, before now"
     raise NeverFires(
-        f"Every occurrence from {now:%Y-%m-%d} to {end:%Y-%m-%d} (or the first "
-        f"{HORIZON_DAYS_INSPECTED} days with one) falls on a day that is not a business day "
-        f"in calendar {cal.name!r} with policy {policy}, so it never fires ({shown}; "
-        f"{inspected} checked)."
+        f"Every occurrence from {now:%Y-%m-%d} to {horizon.end:%Y-%m-%d} falls on a day that "
+        f"is not a business day in calendar {cal.name!r} with policy {policy}, so it never "
+        f"fires ({shown}; {horizon.days} days with an occurrence checked)."
     )
 
 
-def _day_jumps(rec: Recurrence, cal: BusinessCalendar, now: datetime, end: datetime
+@dataclass
+class _Horizon:
+    """How far the never-fires check looked: `end` shrinks to the last day seen
+    when the day count or the work budget stops it first."""
+
+    end: datetime
+    days: int = 0
+
+
+def _day_jumps(rec: Recurrence, cal: BusinessCalendar, now: datetime, horizon: _Horizon
                ) -> Iterator[datetime]:
-    """The rule's occurrences from `now` to `end`, but only the first of each excluded day."""
+    """The rule's occurrences from `now` to the horizon, but only the first of each excluded day."""
     cursor = now
-    for _ in range(HORIZON_DAYS_INSPECTED):
-        found = occurrences(rec, after=cursor, count=1)
-        if not found or found[0] > end:
+    while True:
+        try:
+            found = occurrences(rec, after=cursor, count=1)
+        except InvalidRule:  # the work budget is spent: the horizon ends at the last day seen
+            horizon.end = cursor
             return
+        if not found or found[0] > horizon.end:
+            return
+        if horizon.days >= HORIZON_DAYS_INSPECTED:
+            horizon.end = cursor
+            return
+        horizon.days += 1
         yield found[0]
         if _why_not(cal, found[0].date()) is None:
             cursor = found[0] + timedelta(microseconds=1)
