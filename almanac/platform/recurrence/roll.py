@@ -35,9 +35,10 @@ Policy = Literal["skip", "before", "after"]
 POLICIES: tuple[Policy, ...] = ("skip", "before", "after")
 MAX_SEARCH_DAYS = 366
 # The never-fires check with a calendar looks this far ahead, and at no more
-# days with an occurrence than this, so it stays within the preview's time.
+# occurrences than this (each followed by a jump past the closed days it fell
+# on), so it stays within the preview's time.
 HORIZON_YEARS = 10
-HORIZON_DAYS_INSPECTED = 400
+HORIZON_STEPS = 100
 
 
 @dataclass(frozen=True)
@@ -152,16 +153,18 @@ def ensure_fires_with_calendar(rec: Recurrence, cal: BusinessCalendar, policy: P
     """NeverFires, naming the horizon, if no occurrence at or after `now` survives the calendar.
 
     Call after `ensure_fires` (the rule alone fires). The horizon is `HORIZON_YEARS`
-    after `now`, at most `HORIZON_DAYS_INSPECTED` days with an occurrence, and what
-    the work budget allows: the search jumps to the next day after each excluded
-    one, so a rule firing every minute costs one step per day, not per minute.
+    after `now`, at most `HORIZON_STEPS` occurrences, and what the work budget
+    allows. After an occurrence on a closed day the search jumps to the next
+    business day: whatever the policy, the occurrences in between are skipped or
+    moved onto a day that already has a run, so a rule firing every minute costs
+    one step per closed stretch, not per minute.
     """
     zone = get_zone(rec.timezone)
     now = now.astimezone(zone)
     horizon = _Horizon(min(now + timedelta(days=round(365.25 * HORIZON_YEARS)),
                            datetime(9999, 12, 30, tzinfo=zone)))
     first: Rolled | None = None
-    for rolled in roll(_day_jumps(rec, cal, now, horizon), cal, policy):
+    for rolled in roll(_jumps(rec, cal, now, horizon), cal, policy):
         if rolled.when is not None and rolled.when >= now:
             return
         first = first or rolled
@@ -171,22 +174,23 @@ def ensure_fires_with_calendar(rec: Recurrence, cal: BusinessCalendar, policy: P
     raise NeverFires(
         f"Every occurrence from {now:%Y-%m-%d} to {horizon.end:%Y-%m-%d} falls on a day that "
         f"is not a business day in calendar {cal.name!r} with policy {policy}, so it never "
-        f"fires ({shown}; {horizon.days} days with an occurrence checked)."
+        f"fires ({shown}; {horizon.steps} checked)."
     )
 
 
 @dataclass
 class _Horizon:
     """How far the never-fires check looked: `end` shrinks to the last day seen
-    when the day count or the work budget stops it first."""
+    when the step count or the work budget stops it first."""
 
     end: datetime
-    days: int = 0
+    steps: int = 0
 
 
-def _day_jumps(rec: Recurrence, cal: BusinessCalendar, now: datetime, horizon: _Horizon
-               ) -> Iterator[datetime]:
-    """The rule's occurrences from `now` to the horizon, but only the first of each excluded day."""
+def _jumps(rec: Recurrence, cal: BusinessCalendar, now: datetime, horizon: _Horizon
+           ) -> Iterator[datetime]:
+    """The rule's occurrences from `now` to the horizon, less those after the first
+    of each stretch of closed days."""
     cursor = now
     while True:
         try:
@@ -196,13 +200,22 @@ def _day_jumps(rec: Recurrence, cal: BusinessCalendar, now: datetime, horizon: _
             return
         if not found or found[0] > horizon.end:
             return
-        if horizon.days >= HORIZON_DAYS_INSPECTED:
+        if horizon.steps >= HORIZON_STEPS:
             horizon.end = cursor
             return
-        horizon.days += 1
+        horizon.steps += 1
         yield found[0]
-        if _why_not(cal, found[0].date()) is None:
-            cursor = found[0] + timedelta(microseconds=1)
-        else:
-            midnight = datetime.combine(found[0].date() + timedelta(days=1), datetime.min.time())
-            cursor = max(to_instant(midnight, found[0].tzinfo), found[0])  # type: ignore[arg-type]
+        cursor = found[0] + timedelta(microseconds=1)
+        day = _next_business_day(cal, found[0].date())
+        if day != found[0].date():
+            midnight = to_instant(datetime.combine(day, datetime.min.time()), found[0].tzinfo)  # type: ignore[arg-type]
+            cursor = max(cursor, midnight)
+
+
+def _next_business_day(cal: BusinessCalendar, day: date) -> date:
+    """`day` if it is a business day, else the next one, or the day after the search's reach."""
+    for _ in range(MAX_SEARCH_DAYS + 1):
+        if _why_not(cal, day) is None:
+            return day
+        day += timedelta(days=1)
+    return day

@@ -3,7 +3,6 @@ skip/before/after laws as properties, DST, never-fires, and uncovered years."""
 
 from __future__ import annotations
 
-import time
 from datetime import date, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -361,12 +360,19 @@ def test_every_saturday_never_fires_on_a_saturday_weekend_but_does_on_another() 
 def test_a_long_shutdown_defers_a_minutely_rule_but_is_not_never_fires() -> None:
     rec = _rec("FREQ=MINUTELY")
     cal = _cal(closed=[{"from": "2026-11-20", "to": "2027-10-31", "label": "shutdown"}])
-    started = time.perf_counter()
     ensure_fires_with_calendar(rec, cal, "skip", NOW)
-    assert time.perf_counter() - started < 0.1
     cal = _cal(closed=[{"from": "2026-11-20", "to": "2040-01-01", "label": "shutdown"}])
     with pytest.raises(NeverFires, match="shutdown"):
         ensure_fires_with_calendar(rec, cal, "skip", NOW)
+
+
+def test_the_jump_past_closed_days_lands_on_the_first_business_day() -> None:
+    # Sunday is closed, Monday is the only day left: the check must not jump past it.
+    rec = _rec("FREQ=WEEKLY;BYDAY=SU,MO;BYHOUR=9;BYMINUTE=0;BYSECOND=0")
+    ensure_fires_with_calendar(rec, _cal(), "skip", NOW)
+    rec = _rec("FREQ=WEEKLY;BYDAY=SA,SU;BYHOUR=9;BYMINUTE=0;BYSECOND=0")
+    with pytest.raises(NeverFires, match="100 checked"):
+        ensure_fires_with_calendar(rec, _cal(), "skip", NOW)
 
 
 def test_a_before_move_into_the_past_does_not_count_as_firing() -> None:
@@ -384,30 +390,36 @@ def test_a_rule_living_past_the_librarys_years_says_the_holidays_are_unknown() -
         ensure_fires_with_calendar(rec, _cal(country="DE"), "skip", now)
 
 
-@pytest.mark.parametrize("text", [
+RULES = [
     "FREQ=DAILY;BYHOUR=8;BYMINUTE=0;BYSECOND=0",
     "FREQ=MONTHLY;BYMONTHDAY=25;BYHOUR=10;BYMINUTE=0;BYSECOND=0",
     "FREQ=MONTHLY;BYDAY=MO,TU,WE,TH,FR;BYSETPOS=-1;BYHOUR=17;BYMINUTE=0;BYSECOND=0",
     "FREQ=YEARLY;BYMONTH=12;BYMONTHDAY=25",
     "FREQ=MINUTELY",
     "FREQ=SECONDLY",
-])
-@pytest.mark.parametrize("closed_to", ["2027-01-08", "2045-01-01"], ids=["short", "endless"])
-def test_checks_with_a_calendar_stay_within_100_ms_and_the_preview_budget(
-        text: str, closed_to: str) -> None:
+]
+
+
+def check_within_the_preview_budget(text: str, closed_to: str, policy: str) -> None:
+    """The verdict for `text` under a Bavarian calendar closed from now to `closed_to`,
+    reached inside the preview's work budget (never 'too costly to evaluate')."""
     rec = _rec(text)
     cal = _cal(country="DE", subdivision="BY",
                closed=[{"from": "2026-11-20", "to": closed_to, "label": "shutdown"}])
-    for policy in ("skip", "before", "after"):
-        refused = closed_to == "2045-01-01" or (text.startswith("FREQ=YEARLY") and policy == "skip")
-        took = []
-        for _ in range(3):  # the best of three: the bound is on the work, not on a busy machine
-            started = time.perf_counter()
-            with budget_scope(PREVIEW_STEPS):
-                try:
-                    ensure_fires_with_calendar(rec, cal, check_policy(policy), NOW)
-                    assert not refused, (text, policy)
-                except NeverFires as err:
-                    assert refused, (text, policy, err.message)
-            took.append(time.perf_counter() - started)
-        assert min(took) < 0.1, (text, policy, took)
+    refused = closed_to == "2045-01-01" or (text.startswith("FREQ=YEARLY") and policy == "skip")
+    with budget_scope(PREVIEW_STEPS):
+        try:
+            ensure_fires_with_calendar(rec, cal, check_policy(policy), NOW)
+            assert not refused, (text, policy)
+        except NeverFires as err:
+            assert refused, (text, policy, err.message)
+            assert any(why in err.message for why in ("shutdown", "Christmas Day",
+                                                      "no business day within 366 days"))
+
+
+@pytest.mark.parametrize("policy", ["skip", "before", "after"])
+@pytest.mark.parametrize("closed_to", ["2027-01-08", "2045-01-01"], ids=["short", "endless"])
+@pytest.mark.parametrize("text", RULES)
+def test_never_fires_with_a_calendar_is_decided_within_the_preview_budget(
+        text: str, closed_to: str, policy: str) -> None:
+    check_within_the_preview_budget(text, closed_to, policy)
