@@ -70,7 +70,7 @@ class BusinessCalendar:
         if not isinstance(data, dict):
             raise _invalid("A calendar is a JSON object.", "calendar")
         if data.get("version", VERSION) != VERSION:
-            raise _invalid(f"Calendar version {data.get('version')!r} is not known; "
+            raise _invalid(f"Calendar version {repr(data.get('version'))[:20]} is not known; "
                            f"this server reads version {VERSION}.", "version")
         country, subdivision = _place(data.get("country"), data.get("subdivision"))
         return cls(

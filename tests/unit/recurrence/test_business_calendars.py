@@ -165,6 +165,54 @@ def test_invalid_calendars_are_refused_with_a_clear_message(
     assert says in err.value.message
 
 
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+# A valid name always, so that the later fields are reached (JSON alone covers a bad name).
+FIELDS = st.fixed_dictionaries({"name": st.just("ok")}, optional={
+    "version": JSON | st.just(1),
+    "country": JSON | st.sampled_from(["DE", "us", "GB", "XX"]),
+    "subdivision": JSON | st.sampled_from(["BY", "ENG", "ca"]),
+    "weekend": JSON | st.lists(st.sampled_from(["monday", "sunday", "Saturday", "x"]), max_size=8),
+    "closed": JSON | st.lists(st.fixed_dictionaries(
+        {"from": st.sampled_from(["2026-01-01", "2026-13-01", 5])},
+        optional={"to": st.sampled_from(["2025-12-31", "2026-02-01"]), "label": JSON}),
+        max_size=3) | st.lists(st.sampled_from(["from", 3, None, {"to": "2026-01-01"}]), max_size=2),
+})
+
+
+@SETTINGS
+@given(FIELDS | JSON)
+def test_any_json_is_a_calendar_or_a_validation_error(data: object) -> None:
+    try:
+        cal = BusinessCalendar.from_json(data)
+    except ValidationError as err:
+        assert err.details is not None and err.message
+        return
+    assert BusinessCalendar.from_json(cal.to_json()) == cal
+    is_business_day(cal, date(2026, 12, 25))
+
+
+@pytest.mark.parametrize(("country", "covered", "uncovered"), [
+    ("DE", [1991, 2100], [1990, 2101]), ("JP", [1949, 2099], [1948, 2100]),
+])
+def test_the_covered_years_end_exactly_where_the_library_says(
+        country: str, covered: list[int], uncovered: list[int]) -> None:
+    cal = _cal(country=country)
+    for year in covered:
+        assert is_business_day(cal, date(year, 1, 1)) is False  # New Year's Day, known
+    for year in uncovered:
+        with pytest.raises(HolidaysUnknown, match=str(year)):
+            is_business_day(cal, _first_weekday(year))
+
+
+def _first_weekday(year: int) -> date:
+    day = date(year, 1, 2)
+    while day.weekday() >= 5:
+        day += timedelta(days=1)
+    return day
+
+
 def test_policies_are_checked() -> None:
     assert check_policy("before") == "before"
     with pytest.raises(ValidationError, match="skip, before or after"):
