@@ -135,7 +135,8 @@ def _moved(original: datetime, cal: BusinessCalendar, policy: Policy,
             reason = _why_not(cal, day)
             if reason is not None:
                 continue
-        wall = datetime.combine(day, original.replace(tzinfo=None).time())
+        # fold=0: on the target day a repeated time fires at its first pass, as everywhere.
+        wall = datetime.combine(day, original.replace(tzinfo=None).time().replace(fold=0))
         return to_instant(wall, original.tzinfo)  # type: ignore[arg-type]
     # The last reason seen tells an unknown-holidays year from a truly closed calendar.
     raise NeverFires(
