@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from almanac.errors import HolidaysUnknown, NeverFires, ValidationError
-from almanac.platform.recurrence import ensure_fires, parse
+from almanac.platform.recurrence import ensure_fires, occurrences, parse
 from almanac.platform.recurrence.engine import PREVIEW_STEPS, budget_scope
 from almanac.platform.recurrence.calendars import (
     BusinessCalendar, ClosedDays, is_business_day, why_not_business_day,
@@ -412,6 +412,48 @@ def test_a_long_shutdown_defers_a_minutely_rule_but_is_not_never_fires() -> None
     cal = _cal(closed=[{"from": "2026-11-20", "to": "2040-01-01", "label": "shutdown"}])
     with pytest.raises(NeverFires, match="shutdown"):
         ensure_fires_with_calendar(rec, cal, "skip", NOW)
+
+
+@st.composite
+def weekly_or_denser(draw: st.DrawFn) -> str:
+    days = draw(st.lists(st.sampled_from(["MO", "TU", "WE", "TH", "FR", "SA", "SU"]),
+                         min_size=1, max_size=3, unique=True))
+    hours = draw(st.lists(st.integers(0, 23), min_size=1, max_size=2, unique=True))
+    return (f"FREQ=WEEKLY;BYDAY={','.join(days)};BYHOUR={','.join(map(str, sorted(hours)))};"
+            "BYMINUTE=30;BYSECOND=0")
+
+
+@st.composite
+def calendars_closing_near_now(draw: st.DrawFn) -> BusinessCalendar:
+    """Large weekends and closures from just before `NOW`: the cases where one day survives."""
+    weekend = draw(st.sets(st.integers(0, 6), min_size=3, max_size=6))
+    closed = draw(st.lists(st.tuples(st.integers(-10, 120), st.integers(0, 40)), max_size=5))
+    base = NOW.date()
+    return BusinessCalendar(
+        "near", draw(st.sampled_from([None, "DE"])), None,
+        tuple(sorted(ClosedDays(base + timedelta(days=a), base + timedelta(days=a + n))
+                     for a, n in closed)),
+        frozenset(weekend))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(calendars_closing_near_now(), weekly_or_denser(),
+       st.sampled_from(["skip", "before", "after"]))
+def test_never_fires_with_a_calendar_agrees_with_rolling_every_occurrence(
+        cal: BusinessCalendar, text: str, policy: str) -> None:
+    """The check's jumps past closed days change nothing: it refuses exactly when rolling
+    every occurrence of the next 400 (a year or more; the generated closures end sooner) keeps none."""
+    rec = _rec(text)
+    try:
+        every = list(roll(occurrences(rec, after=NOW, count=400), cal, check_policy(policy)))
+    except NeverFires:
+        every = []
+    survives = any(r.when is not None and r.when >= NOW for r in every)
+    try:
+        ensure_fires_with_calendar(rec, cal, check_policy(policy), NOW)
+        assert survives, (text, policy)
+    except NeverFires:
+        assert not survives, (text, policy)
 
 
 def test_the_jump_past_closed_days_lands_on_the_first_business_day() -> None:
