@@ -63,3 +63,8 @@ class QuotaExceeded(AlmanacError):
 
 class RateLimited(AlmanacError):
     code, status = "rate_limited", 429
+
+
+class HolidaysUnknown(ValidationError):
+    """A day in a year the holiday library does not cover for the calendar's country:
+    never answered as if the year had no holidays."""
