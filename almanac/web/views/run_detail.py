@@ -95,7 +95,7 @@ def lag_text(ms: int | None) -> str:
     if ms < 1000:
         text = f"{ms} ms"
     elif ms < 60_000:
-        text = f"{ms / 1000:.1f} s"
+        text = f"{ms // 100 / 10:.1f} s"  # tenths, cut rather than rounded: never "60.0 s"
     elif ms < 3_600_000:
         text = f"{ms // 60_000} min {ms % 60_000 // 1000} s"
     else:
