@@ -85,7 +85,7 @@ def serve(
     settings.resolved_secret_key()  # SPEC section 1: generated and kept under var_dir on first start
     services = build_services(settings)
     if demo:
-        _ensure_demo(services.db)
+        _ensure_demo(services.db, sign_in_url(host or settings.host, port or settings.port))
     app_ = create_app(settings, services=services, run_scheduler=not no_scheduler)
     from almanac import logs
 
@@ -95,18 +95,26 @@ def serve(
                 log_config=logs.uvicorn_log_config(settings.log_level), proxy_headers=False)
 
 
-def _ensure_demo(db: Database) -> None:
+def sign_in_url(host: str, port: int) -> str:
+    """The address to open in a browser: a wildcard bind is reached through loopback."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else "[::1]" if host == "::" else host
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/"
+
+
+def _ensure_demo(db: Database, url: str) -> None:
     from almanac.tenants import registry
 
     registry.migrate_all(db)
     if DEMO_SLUG in registry.list_slugs(db):
-        typer.echo(f"Demo tenant exists: sign in as {DEMO_EMAIL} (password printed on first start).")
+        typer.echo(f"Demo tenant exists: sign in at {url} as {DEMO_EMAIL} (password printed on first start).")
         return
     created = registry.create_tenant(
         db, DEMO_SLUG, admin_email=DEMO_EMAIL, admin_password=None, name="Demo",
         min_interval_seconds=db.settings.default_min_interval_seconds, now=SystemClock().now(),
     )
-    typer.echo("Created the demo tenant. Sign in at the address below with")
+    typer.echo(f"Created the demo tenant. Sign in at {url} with")
     typer.echo(f"  email:    {created.admin_email}")
     typer.echo(f"  password: {created.admin_password}")
 

@@ -54,7 +54,7 @@ class WebhookSender:
         except (httpcore.TimeoutException, socket.timeout):
             return Result(ok=False, latency_ms=_ms(started), error=f"timed out after {self.timeout_s:g} s")
         except (httpcore.NetworkError, httpcore.ProtocolError, OSError, ssl.SSLError) as exc:
-            return Result(ok=False, latency_ms=_ms(started), error=f"{type(exc).__name__}: {exc}"[:EXCERPT_MAX])
+            return Result(ok=False, latency_ms=_ms(started), error=netguard.network_words(exc, pinned.host)[:EXCERPT_MAX])
 
     def _post(self, job: Job, body: bytes, pinned: netguard.Pinned, started: float, deadline: float) -> Result:
         timeouts = {name: self.timeout_s for name in ("connect", "read", "write", "pool")}

@@ -208,7 +208,8 @@ class Fetcher:
             raise FetchError(f"fetch {request.url}: no answer before the run's deadline", "timeout") from None
         except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol, OSError,
                 ssl.SSLError) as exc:
-            raise FetchError(self._cut(f"fetch {request.url} failed: {type(exc).__name__}: {exc}", 500),
+            where = host if port == (443 if scheme == "https" else 80) else f"{host}:{port}"
+            raise FetchError(self._cut(f"fetch {request.url}: {netguard.network_words(exc, where)}", 500),
                              "network_error") from None
 
     def _checked(self, url: str) -> tuple[str, str, int]:

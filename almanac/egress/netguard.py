@@ -21,8 +21,11 @@ Teredo) are judged by that inner address. The operator may lift the guard with
 
 from __future__ import annotations
 
+import errno
 import ipaddress
+import re
 import socket
+import ssl
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlsplit
@@ -129,7 +132,7 @@ def resolve_pinned(url: str, *, allow_private: bool, resolver: Resolver = system
         try:
             addresses = resolver(host, port)
         except (OSError, UnicodeError) as exc:
-            raise ForbiddenTarget(f"The host {host!r} cannot be resolved ({exc}).") from None
+            raise ForbiddenTarget(unresolved_words(exc, host)) from None
     if not addresses:
         raise ForbiddenTarget(f"The host {host!r} has no addresses.")
     if not allow_private:
@@ -145,3 +148,45 @@ def check_url(url: str, *, allow_private: bool, resolver: Resolver = system_reso
     """The creation-time check: the same as at delivery, so a refused URL is never stored."""
     resolve_pinned(url, allow_private=allow_private, resolver=resolver)
     return url
+
+
+# The resolver's and the socket's own texts ("[Errno -2] Name or service not known") name C
+# library internals; a run's error and a delivery's last answer say what happened in a person's terms.
+_NOT_FOUND = {getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA", "EAI_ADDRFAMILY") if hasattr(socket, name)}
+_ERRNO = re.compile(r"\[Errno (-?\d+)\]\s*")
+
+
+def unresolved_words(exc: BaseException, host: str) -> str:
+    """Why a host name gave no address, as a sentence: not found, no answer, or not a name at all."""
+    code = exc.errno if isinstance(exc, OSError) else None
+    if code in _NOT_FOUND:
+        return f"The host name {host} could not be found; check its spelling."
+    if code == getattr(socket, "EAI_AGAIN", None):
+        return f"The name servers did not answer for {host} in time; a later attempt may work."
+    if isinstance(exc, UnicodeError):
+        return f"The host name {host} cannot be read."
+    return f"The host name {host} cannot be resolved: {_ERRNO.sub('', str(exc)) or 'no answer'}."
+
+
+def network_words(exc: BaseException, where: str) -> str:
+    """Why a connection to `where` (host or host:port) failed, as a sentence without errno numbers."""
+    if isinstance(exc, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(exc):
+        why = getattr(exc, "verify_message", None) or str(exc).rsplit("certificate verify failed:", 1)[-1]
+        return f"the certificate of {where} could not be verified ({why.strip(' ()')})"
+    if isinstance(exc, ssl.SSLError):
+        return f"the secure (TLS) connection to {where} failed"
+    text = str(exc)
+    match = _ERRNO.search(text)
+    code = int(match.group(1)) if match else getattr(exc, "errno", None)
+    plain = {
+        errno.ECONNREFUSED: f"{where} refused the connection (nothing is listening there)",
+        errno.ECONNRESET: f"{where} cut the connection off",
+        errno.ENETUNREACH: f"{where} cannot be reached from this server's network",
+        errno.EHOSTUNREACH: f"{where} cannot be reached from this server's network",
+        errno.ETIMEDOUT: f"{where} did not answer the connection in time",
+    }.get(code or 0)
+    if plain:
+        return plain
+    if "disconnected" in text.lower() or "without sending" in text.lower():
+        return f"{where} closed the connection without answering"
+    return f"the connection to {where} failed: {_ERRNO.sub('', text) or type(exc).__name__}"

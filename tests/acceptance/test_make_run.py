@@ -40,6 +40,8 @@ def test_first_start_creates_demo_and_prints_credentials_then_keeps_them(tmp_pat
     try:
         output = log.read_text()
         assert "admin@demo.local" in output
+        # The address stands plainly beside the credentials, not only inside a JSON log line.
+        assert f"Sign in at http://127.0.0.1:{port}/ with\n  email:    admin@demo.local" in output, output
         password = re.search(r"password:\s+(\S+)", output).group(1)
         assert (tmp_path / "var" / "almanac.db").exists() and (tmp_path / "var" / "tenants" / "demo.db").exists()
         assert (tmp_path / "var" / "secret_key").exists()
@@ -53,6 +55,6 @@ def test_first_start_creates_demo_and_prints_credentials_then_keeps_them(tmp_pat
         _stop(proc)
     proc, log = _start(tmp_path, port)
     try:
-        assert "Demo tenant exists" in log.read_text()
+        assert f"Demo tenant exists: sign in at http://127.0.0.1:{port}/ as admin@demo.local" in log.read_text()
     finally:
         _stop(proc)

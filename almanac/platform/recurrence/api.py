@@ -19,7 +19,7 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from almanac.errors import ValidationError
+from almanac.errors import InvalidRule, ValidationError
 
 from .analysis import ensure_fires, ensure_min_interval
 from .static import static_reason
@@ -31,6 +31,7 @@ from .occurrences import Shift, gap_shifts, occurrences, to_instant, to_wall
 from .parse_cron import looks_like_cron, parse_cron
 from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
 from .parse_text import parse_text
+from .words import english_refusal
 from .zones import get_zone, utc_key
 
 # DTSTART's search gets at most half of the preview's work budget.
@@ -72,6 +73,14 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
         # cron times are wall-clock matches whatever the start: the grid of
         # `*/15` is always :00, :15, ..., and DTSTART its first point >= start.
         return _settle("cron", timezone, anchor, rules, grid=_align(anchor, align, False))
+    try:
+        return _from_english(text, timezone, zone, anchor, start, now)
+    except InvalidRule as exc:  # the checks below the English reader speak RRULE
+        raise InvalidRule(english_refusal(exc.message), details=exc.details) from None
+
+
+def _from_english(text: str, timezone: str, zone: ZoneInfo, anchor: datetime, start: datetime | None,
+                  now: datetime) -> Recurrence:
     said = parse_text(text, to_wall(now, zone))
     if said.once is not None and said.once.tzinfo is not None:  # "once on ... UTC"
         return _build("text", "UTC", said.once.replace(tzinfo=None), [], [said.once, *said.rdates], said.exdates)

@@ -94,3 +94,35 @@ def read_time(text: str) -> tuple[int, int, int] | None:
 def split_list(text: str) -> list[str]:
     """'a, b and c' -> ['a', 'b', 'c']."""
     return [p.strip() for p in re.split(r",\s*|\s+and\s+|\s*&\s*", text) if p.strip()]
+
+
+# What each RRULE part is called in the English a person typed: a refusal of an English rule
+# is rewritten into these words, so "BYMONTHDAY cannot be used with FREQ=WEEKLY" reads as
+# "A day of the month cannot go with a weekly rule".
+PART_WORDS = {
+    "BYMONTHDAY": ("a day of the month", "day"), "BYYEARDAY": ("a day of the year", "day"),
+    "BYWEEKNO": ("a week number", "week"), "BYDAY": ("a weekday", "weekday"), "BYMONTH": ("a month", "month"),
+    "BYHOUR": ("an hour", "hour"), "BYMINUTE": ("a minute", "minute"), "BYSECOND": ("a second", "second"),
+    "BYSETPOS": ("a pick such as 'the first' or 'the last'", "position"), "COUNT": ("the number of times", ""),
+    "INTERVAL": ("the step ('every N ...')", ""), "UNTIL": ("an end ('until ...')", ""),
+}
+_OF = {"BYMONTHDAY": " of the month", "BYYEARDAY": " of the year"}
+_FREQ_WORDS = {"YEARLY": "a yearly", "MONTHLY": "a monthly", "WEEKLY": "a weekly", "DAILY": "a daily",
+               "HOURLY": "an hourly", "MINUTELY": "a minutely", "SECONDLY": "a secondly"}
+
+
+def _value_words(match: re.Match[str]) -> str:
+    key, value = match.group(1), match.group(2)
+    noun = PART_WORDS[key][1]
+    return f"{noun.capitalize()} {value}{_OF.get(key, '')}" if noun else PART_WORDS[key][0].capitalize()
+
+
+def english_refusal(message: str) -> str:
+    """An RRULE-worded refusal in the words of an English rule (a message without RRULE terms is kept)."""
+    parts = "|".join(PART_WORDS)
+    text = re.sub(rf"\b({parts})=(-?\w+)", _value_words, message)
+    text = re.sub(r"with FREQ=(\w+)", lambda m: f"with {_FREQ_WORDS.get(m.group(1), 'this')} rule", text)
+    text = re.sub(r"FREQ=(\w+)", lambda m: f"{_FREQ_WORDS.get(m.group(1), 'this')} rule", text)
+    text = re.sub(rf"\b({parts})\b", lambda m: PART_WORDS[m.group(1)][0], text)
+    text = text.replace("cannot be used with", "cannot go with").replace("..", " to ")
+    return text[:1].upper() + text[1:]

@@ -75,8 +75,38 @@
     freq.addEventListener("change", toggle);
     toggle();
   }
+  // Copy buttons beside a value shown once (a new token, an invitation link). Hidden in the page,
+  // shown here: without script the value is still there to select by hand.
+  function copyButtons() {
+    var buttons = document.querySelectorAll("button.copy[data-copy]");
+    for (var i = 0; i < buttons.length; i++) {
+      var button = buttons[i];
+      button.hidden = false;
+      button.addEventListener("click", function (ev) {
+        var btn = ev.currentTarget;
+        var source = document.getElementById(btn.getAttribute("data-copy"));
+        var status = btn.parentNode.querySelector("[role=status]");
+        var text = source ? source.textContent.trim() : "";
+        function said(message) { if (status) status.textContent = message; }
+        function byHand() {
+          var range = document.createRange();
+          range.selectNodeContents(source);
+          var sel = window.getSelection();
+          sel.removeAllRanges();
+          sel.addRange(range);
+          said(document.execCommand && document.execCommand("copy") ? "Copied." : "Selected: press Ctrl+C (or ⌘C) to copy.");
+        }
+        if (navigator.clipboard && window.isSecureContext) {
+          navigator.clipboard.writeText(text).then(function () { said("Copied."); }, byHand);
+        } else {
+          byHand();  // plain http on another host: the clipboard API is not offered there
+        }
+      });
+    }
+  }
   function init() {
     frequencyFields();
+    copyButtons();
     var areas = document.querySelectorAll("textarea.code");
     for (var i = 0; i < areas.length; i++) numberLines(areas[i]);
     scrollBoxes();

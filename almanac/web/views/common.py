@@ -33,6 +33,7 @@ from almanac.errors import Forbidden, Unauthorized, ValidationError
 from almanac.tenants.auth import Principal, principal_for_member
 from almanac.tenants.models import ROLES
 from almanac.web.deps import safe_params, valid_ids
+from almanac.web.views import run_detail
 from almanac.worker import Services
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -121,6 +122,9 @@ def _segment_filter(value: Any) -> str:
 templates.env.filters["when"] = pass_context(_when_filter)
 templates.env.filters["when_text"] = pass_context(_when_text_filter)
 templates.env.filters["segment"] = _segment_filter
+# A run (row or API shape) -> its start lag as text: `{{ run|lag }}`.
+templates.env.filters["lag"] = lambda run: run_detail.lag_text(run_detail.start_lag_ms(run.scheduled_for,
+                                                                                       run.started_at))
 
 
 # -- session and CSRF ---------------------------------------------------------------

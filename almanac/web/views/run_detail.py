@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from sqlalchemy import select
@@ -72,6 +73,34 @@ def rebuilt_event(run: Run, payload: Any) -> dict[str, Any]:
         "jobKey": run.job_key,
         "runId": run.id,
     }
+
+
+def start_lag_ms(planned: datetime | None, started: datetime | None) -> int | None:
+    """How long after its planned time a run's script started; None until it has started."""
+    if planned is None or started is None:
+        return None
+    return round((_aware(started) - _aware(planned)).total_seconds() * 1000)
+
+
+def _aware(moment: datetime) -> datetime:
+    # SQLite hands back naive datetimes for columns stored as UTC.
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def lag_text(ms: int | None) -> str:
+    """A start lag as a person reads it: "312 ms", "2.5 s", "3 min 12 s", "2 h 5 min"; "—" before it started."""
+    if ms is None:
+        return "—"
+    sign, ms = ("−", -ms) if ms < 0 else ("", ms)
+    if ms < 1000:
+        text = f"{ms} ms"
+    elif ms < 60_000:
+        text = f"{ms // 100 / 10:.1f} s"  # tenths, cut rather than rounded: never "60.0 s"
+    elif ms < 3_600_000:
+        text = f"{ms // 60_000} min {ms % 60_000 // 1000} s"
+    else:
+        text = f"{ms // 3_600_000} h {ms % 3_600_000 // 60_000} min"
+    return sign + text
 
 
 def run_context(s: Session, run: Run) -> RunContext:

@@ -86,7 +86,7 @@ def _form_page(request: Request, principal: Principal, services: ServicesDep, *,
 def new_schedule_page(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
     _need_editor(principal)
     zone = str(viewer_zone(request))
-    values = {"name": "", "script_id": "", "payload": "null", "enabled": True, **POLICY_DEFAULTS}
+    values = {"name": "", "script_id": "", "payload": "{}", "enabled": True, **POLICY_DEFAULTS}
     return _form_page(request, principal, services, sch=None, values=values, rf=RuleForm(timezone=zone))
 
 
@@ -100,7 +100,7 @@ async def _read(request: Request) -> tuple[dict[str, Any], RuleForm]:
 def _validated(values: dict[str, Any], rf: RuleForm) -> dict[str, Any]:
     """The API's own body model checks the form (InvalidRule / ValueError / pydantic errors escape)."""
     try:
-        payload = json.loads(values["payload"] or "null")
+        payload = json.loads(values["payload"] or "{}")  # as a script's run: an empty payload is {}
     except json.JSONDecodeError as exc:
         raise ValueError(f"Payload is not JSON: {exc.msg}.") from None
     body = ScheduleIn.model_validate(dict(  # form fields are text: the API's model without its type strictness

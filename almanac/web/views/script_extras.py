@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -17,16 +18,42 @@ from typing import Any
 API_TABLE = Path(__file__).resolve().parent.parent / "static" / "editor" / "almanac-api.json"
 
 
+PAYLOAD_LINE = re.compile(r"^\s*//\s*Payload:\s*(\{.*\}|\[.*\])\s*$", re.M)
+
+
+def sample_payload(source: str) -> str | None:
+    """The sample payload a source names in a `// Payload: {...}` comment, if it is JSON.
+
+    The sample lives in the source, not beside it, so a script saved from a template keeps it:
+    the script page offers it for "Run with payload" (docs/decisions/0191).
+    """
+    match = PAYLOAD_LINE.search(source)
+    if match is None:
+        return None
+    try:
+        json.loads(match.group(1))
+    except ValueError:
+        return None
+    return match.group(1)
+
+
 @dataclass(frozen=True)
 class Starter:
+    """A template: its source names its sample payload; `explains` is the setup step its comments
+    ask for (a host to allow, a secret to set) and its first run's error names when it is missing."""
+
     slug: str
     title: str
-    payload: str
     source: str
+    explains: str | None = None
+
+    @property
+    def payload(self) -> str:
+        return sample_payload(self.source) or "{}"
 
 
 STARTERS = (
-    Starter("abandoned-cart", "Abandoned-cart reminder", '{"cart": "c-123", "email": "ann@example.com"}', """\
+    Starter("abandoned-cart", "Abandoned-cart reminder", """\
 // Abandoned-cart reminder: a one-off job planned a few hours after a cart was left.
 // Payload: {"cart": "c-123", "email": "ann@example.com"}
 export default async function (event) {
@@ -42,9 +69,10 @@ export default async function (event) {
   return {reminded: true};
 }
 """),
-    Starter("check-again-later", "Check again later, with a guard", '{"order": 7}', """\
+    Starter("check-again-later", "Check again later, with a guard", """\
 // Check again later: is the order shipped? If not, look again in an hour.
 // The guard: at most 24 looks, then escalate, so the chain always ends.
+// Payload: {"order": 7}
 const MAX_CHECKS = 24;
 
 export default async function (event) {
@@ -65,10 +93,11 @@ export default async function (event) {
   return {order, checkAgainAt: later};
 }
 """),
-    Starter("exchange-rates", "Daily exchange rates, e-mailed on a 1 % move", '{"base": "EUR", "threshold": 0.01}', """\
+    Starter("exchange-rates", "Daily exchange rates, e-mailed on a 1 % move", """\
 // Daily exchange rates: fetch today's rates, keep them in kv, and emit "rates.moved" (for an
 // e-mail target subscribed to it) when a currency moved more than 1 % since the last run.
 // Put api.frankfurter.app on the egress allowlist first (Egress page, or PUT /api/v1/egress).
+// Payload: {"base": "EUR", "threshold": 0.01}
 export default async function (event) {
   const base = event.payload?.base ?? "EUR";
   const threshold = event.payload?.threshold ?? 0.01;
@@ -87,12 +116,12 @@ export default async function (event) {
   console.log("stored", Object.keys(rates).length, "rates for", date, "moved:", moves.map((m) => m.code));
   return {date, count: Object.keys(rates).length, moved: moves.length};
 }
-"""),
-    Starter("own-api-reminder", "Reminder through your own API (bearer secret)",
-            '{"customer": 42, "message": "Your trial ends in 3 days"}', """\
+""", explains="api.frankfurter.app"),
+    Starter("own-api-reminder", "Reminder through your own API (bearer secret)", """\
 // A reminder sent through your own product's API, with an API key kept as a secret.
 // Set it up once: a secret API_TOKEN (Secrets page, or PUT /api/v1/secrets/API_TOKEN) and
 // your API's host on the egress allowlist. The key never shows in runs: it reads [secret API_TOKEN].
+// Payload: {"customer": 42, "message": "Your trial ends in 3 days"}
 const API = "https://api.example.com";
 
 export default async function (event) {
@@ -110,10 +139,11 @@ export default async function (event) {
   if (!sent.ok) throw new Error(`the notification was refused: ${sent.status} ${await sent.text()}`);
   return {notified: customer};
 }
-"""),
-    Starter("weekly-totals", "Weekly totals, e-mailed", '{"to": "boss@example.com"}', """\
+""", explains="API_TOKEN"),
+    Starter("weekly-totals", "Weekly totals, e-mailed", """\
 // Weekly totals: add up the last seven daily counters ("sales:YYYY-MM-DD") and emit
 // one event for an e-mail target. Schedule it with "every Monday at 8am".
+// Payload: {"to": "boss@example.com"}
 export default async function (event) {
   const end = Date.parse(event.scheduledFor ?? event.firedAt);
   const days = [];

@@ -147,7 +147,8 @@ def script_page(request: Request, script_id: int, principal: PagePrincipal, serv
     chosen = extras.starter(template)
     values = _form_values(name=script.name, source=chosen.source if chosen else source,
                           timeout_ms=str(script.timeout_ms), memory_mb=str(script.memory_mb))
-    return _form_page(request, script, values, payload=chosen.payload if chosen else "{}", template=chosen)
+    offered = chosen.payload if chosen else (extras.sample_payload(source) or "{}")
+    return _form_page(request, script, values, payload=offered, template=chosen)
 
 
 @router.post("/scripts/{script_id}")

@@ -63,7 +63,7 @@ def test_https_is_verified_against_the_ca_store(tls_server, ca):
     trusted = fetcher(f"localhost:{tls_server.port}", ssl_context=ca.client_context())
     assert get(trusted, tls_server.url("/json", host="localhost"))["status"] == 200
     system = fetcher(f"localhost:{tls_server.port}")  # the system's store does not know the test CA
-    with pytest.raises(FetchError, match="CERTIFICATE_VERIFY_FAILED") as refused:
+    with pytest.raises(FetchError, match=r"the certificate of localhost:\d+ could not be verified \(.*certificate") as refused:
         get(system, tls_server.url("/json", host="localhost"))
     assert refused.value.outcome == "network_error" and system.records[0]["error"]
 
@@ -137,7 +137,7 @@ def test_a_failing_server_rejects_with_the_reason():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed when the block ends: nothing listens there
     f = fetcher(f"127.0.0.1:{port}")
-    with pytest.raises(FetchError, match="failed: ConnectError") as failed:
+    with pytest.raises(FetchError, match="refused the connection") as failed:
         get(f, f"http://127.0.0.1:{port}/")
     assert failed.value.outcome == "network_error"
 
