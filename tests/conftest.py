@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from argon2 import PasswordHasher
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from almanac.db import Database
 from almanac.platform.clock import ManualClock
@@ -28,6 +30,11 @@ from tests.support.sandbox_cache import with_shared_cache
 # accounts: tests in this process hash with the same algorithm at its lowest cost. Servers started
 # in subprocesses (acceptance, browser) keep the real cost, and test_security_primitives checks it.
 passwords._hasher = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+
+# Property tests judge results, never time: a loaded 2-core box must not fail a correct example
+# for taking long (deadline) or for generating slowly (too_slow).
+hypothesis_settings.register_profile("almanac", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("almanac")
 
 # `make test-fast` narrows this to sqlite (ALMANAC_TEST_BACKENDS=sqlite).
 BACKENDS = os.environ.get("ALMANAC_TEST_BACKENDS", "sqlite,postgresql").split(",")

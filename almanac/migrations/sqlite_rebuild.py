@@ -25,7 +25,7 @@ from typing import Any
 
 from alembic import op
 
-_KEY = re.compile(r",\s*CONSTRAINT \w+ PRIMARY KEY \((\w+)\)")
+_KEY = re.compile(r",\s*(?:CONSTRAINT \w+ )?PRIMARY KEY \((\w+)\)")  # named, or unnamed in older tables
 
 
 def make_autoincrement(tables: tuple[str, ...], schema: str | None) -> None:
