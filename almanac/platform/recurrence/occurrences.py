@@ -29,7 +29,7 @@ from almanac.errors import InvalidRule
 
 from .engine import SEARCH_STEPS, Budget, SearchTooLong, compile_plan, current_budget
 from .expand import rule_walk
-from .model import Recurrence
+from .model import UNIT_SECONDS, Recurrence, Rule
 from .static import static_reason
 from .zones import get_zone, in_gap, to_instant, to_wall, utc_key
 
@@ -83,13 +83,30 @@ def _rule_instants(rec: Recurrence, after: datetime, budget: Budget) -> Iterator
     after_utc = after.astimezone(timezone.utc)
     waiting: list[tuple[datetime, datetime]] = []
     last: datetime | None = None
-    for wall in wall_stream(rec, to_wall(after, zone) - _recent_gap(after, zone), budget):
+    for wall in wall_stream(rec, to_wall(after, zone) - _lookback(rec, after, zone), budget):
         while waiting and waiting[0][1].replace(tzinfo=None) <= wall:
             last = yield from _emit(heapq.heappop(waiting), after_utc, last)
         moved = to_instant(wall, zone)
         heapq.heappush(waiting, (moved.astimezone(timezone.utc), moved))
     while waiting:
         last = yield from _emit(heapq.heappop(waiting), after_utc, last)
+
+
+def _lookback(rec: Recurrence, after: datetime, zone: ZoneInfo) -> timedelta:
+    """How far before `after` on the wall clock the rules must be walked: over a recent gap, unless
+    every wall time in the gap is shadowed. A sub-daily rule on a plain grid whose step divides the
+    gap's length (every second, every 5 minutes) also makes each gap time's moved wall time itself,
+    so walking the gap (3,600 times for every second) would only find duplicates."""
+    gap = _recent_gap(after, zone)
+    if gap and rec.rules and all(_grid_shadows_gap(rule, gap) for rule in rec.rules):
+        return timedelta(0)
+    return gap
+
+
+def _grid_shadows_gap(rule: Rule, gap: timedelta) -> bool:
+    step = UNIT_SECONDS.get(rule.freq, 0) * rule.interval
+    plain = not (rule.byhour or rule.byminute or rule.bysecond or rule.bysetpos)
+    return bool(step) and plain and int(gap.total_seconds()) % step == 0
 
 
 def _recent_gap(after: datetime, zone: ZoneInfo) -> timedelta:

@@ -102,3 +102,18 @@ def test_a_start_in_a_gap_after_until_never_fires() -> None:
     with pytest.raises(NeverFires):
         preview("FREQ=MINUTELY;UNTIL=20320328T011500Z", "Europe/Berlin", start=datetime(2032, 3, 28, 2, 30),
                 now=datetime(2032, 3, 1, tzinfo=UTC), count=3)
+
+
+def test_every_second_from_a_start_in_a_gap_fires_every_second_after_it() -> None:
+    """Berlin's 28 Mar 2032 gap: a start at 02:30 is 03:30 CEST, and a rule that fires every second
+    fires every second from there (walking the gap's 1,800 moved times found only duplicates)."""
+    found = preview("FREQ=SECONDLY", "Europe/Berlin", start=datetime(2032, 3, 28, 2, 30),
+                    now=datetime(2032, 3, 1, tzinfo=UTC), count=3, min_interval_s=1).next
+    assert [d.astimezone(UTC).strftime("%H:%M:%S") for d in found] == ["01:30:00", "01:30:01", "01:30:02"]
+
+
+def test_a_gap_walk_is_kept_where_gap_times_are_not_shadowed() -> None:
+    """A daily 02:30 rule on the gap day still fires, moved to 03:30 (the lookback is still walked)."""
+    found = preview("FREQ=DAILY;BYHOUR=2;BYMINUTE=30", "Europe/Berlin", start=datetime(2032, 3, 28, 2, 30),
+                    now=datetime(2032, 3, 1, tzinfo=UTC), count=2).next
+    assert [d.strftime("%d %H:%M") for d in found] == ["28 03:30", "29 02:30"]
