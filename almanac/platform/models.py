@@ -38,6 +38,7 @@ from almanac.db import IDS_NEVER_REUSED, TenantBase, UTCDateTime
 NAME_MAX = 200
 KEY_MAX = 512
 PAUSE_NOTE_MAX = 500
+CALENDAR_NAME_MAX = 64
 
 # Occurrence states. `due_at` is "when this row next needs the timer's attention":
 # its planned time (or retry time) while planned, the blocker's lease end while
@@ -141,6 +142,21 @@ class Schedule(TenantBase):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # The last pause or resume, as people wrote it: "Paused by ann@example.com: disk full".
     pause_note: Mapped[str | None] = mapped_column(String(PAUSE_NOTE_MAX))
+    # The business calendar it runs under, by name (the planner reads a snapshot of it carried
+    # in `rrule`: see recurrence/business.py), and what a closed day does to an occurrence.
+    calendar: Mapped[str | None] = mapped_column(String(CALENDAR_NAME_MAX))
+    calendar_policy: Mapped[str] = mapped_column(String(10), default="skip", server_default="skip")
+
+
+class Calendar(TenantBase):
+    """A tenant's named business calendar: `body` is BusinessCalendar's versioned JSON."""
+
+    __tablename__ = "calendars"
+
+    name: Mapped[str] = mapped_column(String(CALENDAR_NAME_MAX), primary_key=True)
+    body: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    updated_by: Mapped[str] = mapped_column(String(NAME_MAX))
 
 
 class Job(TenantBase):

@@ -40,6 +40,18 @@ TEXT: dict[tuple[str, str], tuple[str, str]] = {
     ("put", "/api/v1/egress"): ("Replace the egress allowlist", "Host names, `*.domain` wildcards and IP "
                                 "addresses with optional `:port` (admin). Every address is still checked by the "
                                 "outbound guard: private, loopback and metadata addresses stay refused."),
+    ("get", "/api/v1/calendars"): ("List business calendars", "The tenant's stored calendars by name (any "
+                                   "member); built-in place calendars such as DE or US-NY are not listed."),
+    ("get", "/api/v1/calendars/{name}"): ("Get a business calendar", "A stored calendar, or, for a name the "
+                                         "tenant has not stored that is a place code the holiday library "
+                                         "knows (DE, DE-BY, US-NY), that place's public holidays with a "
+                                         "Saturday-Sunday weekend, marked `builtin`."),
+    ("put", "/api/v1/calendars/{name}"): ("Set a business calendar", "Creates (201) or replaces (200) a "
+                                         "calendar (admin): country and subdivision, closed days and ranges "
+                                         "with labels, weekend days. Schedules naming it are replanned at "
+                                         "once; 422 never_fires when one of them would never fire under it."),
+    ("delete", "/api/v1/calendars/{name}"): ("Delete a business calendar", "Deletes a stored calendar (admin); "
+                                            "409 while a schedule names it."),
     ("get", "/api/v1/secrets"): ("List secrets", "Names and `updated_at` of the tenant's secrets (admin); "
                                  "values are never shown."),
     ("put", "/api/v1/secrets/{name}"): ("Set a secret", "Creates (201) or replaces (200) a secret; the value is "

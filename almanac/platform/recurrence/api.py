@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 from almanac.errors import InvalidRule, ValidationError
 
 from .analysis import ensure_fires, ensure_min_interval
+from .business import LINE as CALENDAR_LINE
 from .static import static_reason
 from .describe import describe
 from .engine import PREVIEW_STEPS, SearchTooLong, budget_scope, compile_plan, limited_budget
@@ -190,8 +191,9 @@ def _instants(dates: list[datetime], zone: ZoneInfo) -> tuple[datetime, ...]:
 
 @lru_cache(maxsize=4096)
 def load(canonical: str, input_kind: str = "rrule") -> Recurrence:
-    """Re-create a Recurrence from its stored canonical text (cached)."""
-    block = parse_block(canonical, "UTC")
+    """Re-create a Recurrence from its stored canonical text (cached); a schedule's calendar
+    line (`business.LINE`) is not part of the rule and is left out here."""
+    block = parse_block(canonical.partition(f"\n{CALENDAR_LINE};")[0], "UTC")
     if block.start is None:
         raise fail("The stored rule has no DTSTART.", 0)
     return _build(input_kind, block.tzid or "UTC", block.start, block.rules,

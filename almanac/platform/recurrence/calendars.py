@@ -147,6 +147,10 @@ def _closed_one(item: Any) -> ClosedDays:
     label = item.get("label", "closed")
     if not isinstance(label, str) or not 0 < len(label) <= MAX_LABEL:
         raise _invalid(f"A closed entry's label is 1 to {MAX_LABEL} characters.", "closed")
+    # Labels are shown in pages and stored as text: PostgreSQL refuses NUL, and a lone
+    # surrogate or control character cannot be written out as the person meant it.
+    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in label):
+        raise _invalid("A closed entry's label is plain text, without control characters.", "closed")
     return ClosedDays(first, last, label)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 FREQS = ("YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY", "MINUTELY", "SECONDLY")
 WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
@@ -57,6 +58,16 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class CalendarClause:
+    """What a rule's English says of a business calendar: "except holidays in Germany"
+    (name "DE"), "or the business day before" (policy "before"). `name` is None when
+    the text names a policy but no calendar ("every business day" names none)."""
+
+    name: str | None
+    policy: Literal["skip", "before", "after"] = "skip"
+
+
+@dataclass(frozen=True)
 class Recurrence:
     """A parsed recurrence; build it with `parse()` or `load()`.
 
@@ -74,6 +85,8 @@ class Recurrence:
     rdates: tuple[datetime, ...] = ()
     exdates: tuple[datetime, ...] = ()
     start_wall: datetime = field(default=datetime(1970, 1, 1))
+    # The calendar the rule's English named, if any; the schedule's own fields hold what applies.
+    calendar: CalendarClause | None = None
 
     @property
     def rule(self) -> Rule | None:

@@ -1,0 +1,129 @@
+"""A rule under a business calendar: the times a schedule runs, and how its calendar travels.
+
+Both claim paths (per tenant on SQLite, across tenants on PostgreSQL) plan a schedule's next
+time from its stored rule text alone. A schedule's calendar therefore travels inside that text:
+one `X-ALMANAC-CALENDAR` line (RFC 5545 lets X- properties through) holding the policy and a
+snapshot of the calendar's JSON. `attach` writes it, `detach` reads it back; the canonical
+block without the line is what people see.
+
+`runs` walks a rule's occurrences through `roll` and answers the ones that run after a time. It
+starts `LOOKBACK_DAYS` earlier, because whether an occurrence runs depends on the runs the
+calendar moved before it (one run a day); the time a run is keyed by is the time it runs, so the
+answer for a time is the same whenever it is asked (docs/decisions/0181-calendar-occurrence-key.md).
+The walk is bounded: after an occurrence on a closed day, on a day that already holds a moved
+run, or before the asked time, it goes on from the next day (those occurrences cannot change
+what the calendar does: see `roll`), and it stops after `MAX_STEPS` occurrences.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+from typing import Iterator
+
+from .calendars import BusinessCalendar
+from .model import Recurrence
+from .occurrences import occurrences
+from .roll import POLICIES, Policy, Rolled, _why_not, check_policy, roll
+from .zones import get_zone, to_instant
+
+LINE = "X-ALMANAC-CALENDAR"
+LOOKBACK_DAYS = 31
+MAX_STEPS = 1500
+_CHUNK = 16
+_TICK = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Business:
+    """The calendar a schedule runs under, and what happens on a day that is not a business day."""
+
+    calendar: BusinessCalendar
+    policy: Policy = "skip"
+
+
+def attach(canonical: str, business: Business | None) -> str:
+    """The stored rule text: the canonical block, plus the calendar line when there is one."""
+    if business is None:
+        return canonical
+    snapshot = json.dumps(business.calendar.to_json(), separators=(",", ":"), ensure_ascii=True)
+    return f"{canonical}\n{LINE};POLICY={business.policy.upper()}:{snapshot}"
+
+
+def detach(stored: str) -> tuple[str, Business | None]:
+    """The canonical block and the calendar of a stored rule text (None: no calendar line)."""
+    head, sep, line = stored.partition(f"\n{LINE};")
+    if not sep:
+        return stored, None
+    params, _, snapshot = line.partition(":")
+    policy = check_policy(params.removeprefix("POLICY=").lower())
+    return head, Business(BusinessCalendar.from_json(json.loads(snapshot)), policy)
+
+
+def runs(rec: Recurrence, business: Business, after: datetime) -> Iterator[Rolled]:
+    """What the calendar makes of each of the rule's occurrences, in order, from the first whose
+    original or moved time is after `after` (lazily; bounded by `MAX_STEPS`)."""
+    zone = get_zone(rec.timezone)
+    after = after.astimezone(zone)
+    lookback = 0 if business.policy == "skip" else LOOKBACK_DAYS
+    moved_into: set[date] = set()
+    walk = _Walk(rec, business.calendar, after, moved_into, after - timedelta(days=lookback))
+    for rolled in roll(walk, business.calendar, business.policy):
+        if rolled.action == "moved" and rolled.when is not None:
+            moved_into.add(rolled.when.date())
+        if rolled.original > after or (rolled.when is not None and rolled.when > after):
+            yield rolled
+
+
+def next_run_after(rec: Recurrence, business: Business, after: datetime) -> datetime | None:
+    """The first time the schedule runs strictly after `after`, or None (none within reach)."""
+    for rolled in runs(rec, business, after):
+        if rolled.when is not None and rolled.when > after:
+            return rolled.when
+    return None
+
+
+class _Walk:
+    """The rule's occurrences from `start`, one a day where the rest of the day cannot matter."""
+
+    def __init__(self, rec: Recurrence, cal: BusinessCalendar, after: datetime,
+                 moved_into: set[date], start: datetime) -> None:
+        self.rec, self.cal, self.after, self.moved_into = rec, cal, after, moved_into
+        self.zone = get_zone(rec.timezone)
+        self.cursor, self.buffer, self.steps = start, list[datetime](), 0
+
+    def __iter__(self) -> Iterator[datetime]:
+        while self.steps < MAX_STEPS:
+            when = self._next()
+            if when is None:
+                return
+            self.steps += 1
+            yield when
+            self.cursor = self._resume(when)
+
+    def _next(self) -> datetime | None:
+        self.buffer = [w for w in self.buffer if w >= self.cursor]
+        if not self.buffer:
+            self.buffer = occurrences(self.rec, after=self.cursor, count=_CHUNK)
+        return self.buffer[0] if self.buffer else None
+
+    def _resume(self, when: datetime) -> datetime:
+        """Where to look next: the next day, unless the rest of `when`'s day can still run."""
+        day = when.date()
+        if when > self.after and day not in self.moved_into and _why_not(self.cal, day) is None:
+            return when + _TICK
+        midnight = to_instant(datetime.combine(day + timedelta(days=1), time()), self.zone)
+        if when <= self.after:
+            midnight = min(midnight, self.after + _TICK)
+        return max(when + _TICK, midnight)
+
+
+def business_of(calendar: BusinessCalendar | None, policy: str) -> Business | None:
+    """A Business for a calendar and policy name (ValidationError for an unknown policy)."""
+    if calendar is None:
+        return None
+    return Business(calendar, check_policy(policy))
+
+
+__all__ = ["Business", "LINE", "POLICIES", "attach", "business_of", "detach", "next_run_after", "runs"]
