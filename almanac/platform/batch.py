@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from almanac.errors import AlmanacError, Conflict, ValidationError
-from almanac.platform import planning, quotas
+from almanac.platform import calendar_store, planning, quotas
 from almanac.platform.bulk import Bulk, CopyRows
 from almanac.platform.models import JOB_CANCELLED, JOB_PENDING, Job, Schedule, Script
 from almanac.platform.service import POLICY_FIELDS, dumps, parse_rule
@@ -70,10 +70,11 @@ def create_schedules(s: Session, rules: planning.Rules, items: list[dict[str, An
     """Create every schedule of `items` (each as `service.create_schedule` takes it), in order, or none."""
     _check_size(items)
     recs = _vetted_rules(s, items, now, min_interval_s)
+    businesses = _calendars(s, items, recs, now)
     quotas.check_schedules(s, quotas.of(s), adding=len(items))
     if not items:
         return []
-    rows = [_schedule_row(item, rec, now) for item, rec in zip(items, recs)]
+    rows = [_schedule_row(item, rec, business, now) for item, rec, business in zip(items, recs, businesses)]
     # Each one's first occurrence is known before the INSERT (what `plan_next_many` would record), so
     # next_run_at goes in with the row rather than by an UPDATE of every row after it.
     once = _OncePerBatch(rules)
@@ -111,6 +112,20 @@ def _vetted_rules(s: Session, items: list[dict[str, Any]], now: datetime, min_in
     return recs
 
 
+def _calendars(s: Session, items: list[dict[str, Any]], recs: list[Any], now: datetime) -> list[Any]:
+    """Each item's business calendar (most have none); `BatchRefused` naming every bad one."""
+    problems: list[tuple[int, AlmanacError]] = []
+    found = []
+    for i, (item, rec) in enumerate(zip(items, recs)):
+        try:
+            found.append(calendar_store.named(s, rec, item.get("calendar"), item.get("calendar_policy"), now))
+        except AlmanacError as exc:
+            problems.append((i, exc))
+    if problems:
+        raise BatchRefused(problems)
+    return found
+
+
 class _OncePerBatch:
     """The batch's rules, each (rule, time) evaluated once: items of a batch often share both."""
 
@@ -128,11 +143,11 @@ class _OncePerBatch:
         return self.rules.times_between(rrule, input_kind, after, until, cap)
 
 
-def _schedule_row(item: dict[str, Any], rec: Any, now: datetime) -> dict[str, Any]:
+def _schedule_row(item: dict[str, Any], rec: Any, business: Any, now: datetime) -> dict[str, Any]:
     payload = item.get("payload")
     return dict(
         name=item["name"], script_id=item["script_id"], rule_text=item["rule"], input_kind=rec.input_kind,
-        rrule=rec.canonical, timezone=rec.timezone, payload=_NULL if payload is None else dumps(payload),
+        timezone=rec.timezone, **calendar_store.schedule_fields(rec, business), payload=_NULL if payload is None else dumps(payload),
         enabled=item["enabled"], priority=item["priority"], version=1, created_at=now, updated_at=now,
         failures_in_row=0, pause_after_failures=item.get("pause_after_failures"),
         **{name: item[name] for name in POLICY_FIELDS},

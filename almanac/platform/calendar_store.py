@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from almanac.errors import Conflict, NotFound, ValidationError
+from almanac.errors import Conflict, InvalidRule, NotFound, ValidationError
 from almanac.platform import planning, recurrence
 from almanac.platform.models import Calendar, Schedule
 from almanac.platform.recurrence.business import Business, attach, detach
@@ -126,3 +126,34 @@ def remove(session: Session, name: str) -> None:
         raise Conflict(f"Schedules use calendar {name!r} ({', '.join(used)}); change or delete them first.")
     session.delete(row)
     session.flush()
+
+
+# -- a schedule's calendar ----------------------------------------------------------------
+
+
+def named(session: Session, rec: Any, calendar: str | None, policy: str | None, now: datetime
+          ) -> Business | None:
+    """The calendar a schedule runs under: its `calendar` field, else the one its rule's English
+    names ("except holidays in Germany"); InvalidRule when both are given and disagree, a 422 for an
+    unknown calendar, NeverFires when no occurrence survives it."""
+    clause = getattr(rec, "calendar", None) if rec.input_kind == "text" else None
+    if clause is not None and clause.name is not None:
+        if calendar is not None and calendar.upper() != clause.name.upper():
+            raise InvalidRule(f"The rule says calendar {clause.name!r} but the calendar field says "
+                              f"{calendar[:64]!r}; give one of them, or the same in both.")
+        if policy is not None and policy != clause.policy:
+            raise InvalidRule(f"The rule says {clause.policy!r} for days that are not business days but "
+                              f"calendar_policy says {policy!r}; give one of them, or the same in both.")
+        calendar, policy = calendar or clause.name, clause.policy
+    business = for_schedule(session, calendar, policy or "skip")
+    if business is not None:
+        ensure_fires_with_calendar(rec, business.calendar, business.policy, now)
+    return business
+
+
+def schedule_fields(rec: Any, business: Business | None) -> dict[str, Any]:
+    """A schedule's columns for its rule under `business`: the stored rule text, the calendar's
+    name (a built-in one as the library writes it: "DE-BY") and the policy."""
+    return {"rrule": attach(rec.canonical, business), "calendar": business.calendar.name if business else None,
+            "calendar_policy": business.policy if business else "skip"}
+

@@ -46,8 +46,10 @@ class RecurrenceRules:
 
     @staticmethod
     @lru_cache(maxsize=4096)
-    def _load(rrule: str, input_kind: str) -> Any:
-        return recurrence.load(rrule, input_kind)
+    def _load(rrule: str, input_kind: str) -> tuple[Any, recurrence.business.Business | None]:
+        """The rule and the business calendar its stored text carries (recurrence/business.py)."""
+        canonical, business = recurrence.business.detach(rrule)
+        return recurrence.load(canonical, input_kind), business
 
     # Both answers depend only on their arguments, and a burst asks the same question many times
     # (a herd of schedules sharing a rule and a due time, claimed in one pass at one `now`): the
@@ -55,7 +57,11 @@ class RecurrenceRules:
     @staticmethod
     @lru_cache(maxsize=8192)
     def next_after(rrule: str, input_kind: str, after: datetime) -> datetime | None:
-        when = recurrence.next_after(RecurrenceRules._load(rrule, input_kind), after)
+        rule, business = RecurrenceRules._load(rrule, input_kind)
+        if business is None:
+            when = recurrence.next_after(rule, after)
+        else:  # the run's time, moved or not, is the occurrence's key (decision 0181)
+            when = recurrence.business.next_run_after(rule, business, after)
         return None if when is None else when.astimezone(timezone.utc)
 
     def times_between(self, rrule: str, input_kind: str, after: datetime, until: datetime, cap: int) -> list[datetime]:
@@ -66,7 +72,9 @@ class RecurrenceRules:
     def _times_between(rrule: str, input_kind: str, after: datetime, until: datetime, cap: int) -> tuple[datetime, ...]:
         # Usually nothing (or one time) was missed: expand in doubling chunks and stop once past
         # `until`, rather than expanding `cap` dates on every claim (that cost ~24 ms a claim).
-        rule = RecurrenceRules._load(rrule, input_kind)
+        rule, business = RecurrenceRules._load(rrule, input_kind)
+        if business is not None:
+            return RecurrenceRules._runs_between(rule, business, after, until, cap)
         found: list[datetime] = []
         start, chunk = after, 4
         while len(found) < cap:
@@ -78,6 +86,19 @@ class RecurrenceRules:
                 break
             start, chunk = fresh[-1], min(chunk * 2, cap + 1)
         return tuple(found[:cap])
+
+
+    @staticmethod
+    def _runs_between(rule: Any, business: recurrence.business.Business, after: datetime, until: datetime,
+                      cap: int) -> tuple[datetime, ...]:
+        found: list[datetime] = []
+        for rolled in recurrence.business.runs(rule, business, after):
+            if rolled.when is None or rolled.when <= after:
+                continue
+            if rolled.when > until or len(found) >= cap:
+                break
+            found.append(rolled.when.astimezone(timezone.utc))
+        return tuple(found)
 
 
 def occurrence_values(now: datetime, when: datetime, priority: int, trigger: str, **owner: Any) -> dict[str, Any]:

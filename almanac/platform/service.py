@@ -20,12 +20,12 @@ from sqlalchemy.orm import Session
 
 from almanac import jsonsafe
 from almanac.errors import Conflict, NotFound, ScriptSyntaxError, ValidationError
-from almanac.platform import planning, quotas, recurrence
+from almanac.platform import calendar_store, planning, quotas, recurrence
 from almanac.platform.models import (
     JOB_CANCELLED, JOB_PENDING, KV, PAUSE_NOTE_MAX, PLANNED, QUEUED, RUNNING, Job, Occurrence, Run, Schedule, Script, ScriptVersion,
 )
 
-RULE_FIELDS = ("rule", "timezone", "start")
+RULE_FIELDS = ("rule", "timezone", "start", "calendar", "calendar_policy")
 PLAN_FIELDS = ("enabled", "priority")
 POLICY_FIELDS = ("misfire", "catchup_window_s", "overlap", "expire_after_s", "max_attempts", "retry_backoff_s")
 MAX_PAGE = 200
@@ -157,9 +157,11 @@ def create_schedule(s: Session, rules: planning.Rules, fields: dict[str, Any], *
     get_script(s, fields["script_id"])
     quotas.check_schedules(s, quotas.of(s))
     rec = parse_rule(fields["rule"], fields["timezone"], fields.get("start"), now, min_interval_s)
+    business = calendar_store.named(s, rec, fields.get("calendar"), fields.get("calendar_policy"), now)
     sch = Schedule(
         name=fields["name"], script_id=fields["script_id"], rule_text=fields["rule"], input_kind=rec.input_kind,
-        rrule=rec.canonical, timezone=rec.timezone, payload=dumps(fields.get("payload")),
+        timezone=rec.timezone, payload=dumps(fields.get("payload")),
+        **calendar_store.schedule_fields(rec, business),
         enabled=fields["enabled"], priority=fields["priority"], version=1, created_at=now, updated_at=now,
         pause_after_failures=fields.get("pause_after_failures"),
         **{name: fields[name] for name in POLICY_FIELDS},
@@ -184,9 +186,7 @@ def update_schedule(s: Session, rules: planning.Rules, schedule_id: int, changes
     if "script_id" in changes:
         get_script(s, changes["script_id"])
     if any(name in changes for name in RULE_FIELDS):
-        rule = changes.get("rule", sch.rule_text)
-        rec = parse_rule(rule, changes.get("timezone", sch.timezone), changes.get("start"), now, min_interval_s)
-        sch.rule_text, sch.input_kind, sch.rrule, sch.timezone = rule, rec.input_kind, rec.canonical, rec.timezone
+        _change_rule(s, sch, changes, now, min_interval_s)
     if "payload" in changes:
         sch.payload = dumps(changes["payload"])
     for name in ("name", "script_id", "pause_after_failures", *PLAN_FIELDS, *POLICY_FIELDS):
@@ -197,6 +197,22 @@ def update_schedule(s: Session, rules: planning.Rules, schedule_id: int, changes
         sch.version += 1  # occurrences planned under the old version are dropped, wherever they are
         planning.replan_schedule(s, sch, now, rules)
     return sch
+
+
+def _change_rule(s: Session, sch: Schedule, changes: dict[str, Any], now: datetime, min_interval_s: int) -> None:
+    """A PATCH of the rule, its zone or start, or its calendar: the rule is parsed and vetted again."""
+    rule = changes.get("rule", sch.rule_text)
+    if any(name in changes for name in ("rule", "timezone", "start")):
+        rec = parse_rule(rule, changes.get("timezone", sch.timezone), changes.get("start"), now, min_interval_s)
+    else:  # only the calendar changed: the rule keeps its DTSTART, not re-anchored at now
+        rec = recurrence.load(recurrence.business.detach(sch.rrule)[0], sch.input_kind)
+    calendar = changes["calendar"] if "calendar" in changes else sch.calendar
+    policy = changes["calendar_policy"] if "calendar_policy" in changes else (
+        None if "calendar" in changes else sch.calendar_policy)
+    business = calendar_store.named(s, rec, calendar, policy, now)
+    sch.rule_text, sch.input_kind, sch.timezone = rule, rec.input_kind, rec.timezone
+    for name, value in calendar_store.schedule_fields(rec, business).items():
+        setattr(sch, name, value)
 
 
 def set_enabled(s: Session, rules: planning.Rules, schedule_id: int, enabled: bool, now: datetime,
@@ -233,7 +249,16 @@ def trigger_schedule(s: Session, schedule_id: int, now: datetime) -> Schedule:
 
 
 def next_times(sch: Schedule, now: datetime, count: int) -> list[datetime]:
-    return recurrence.occurrences(recurrence.load(sch.rrule, sch.input_kind), after=now, count=count)
+    return [r.when for r in next_rolled(sch, now, count) if r.when is not None]
+
+
+def next_rolled(sch: Schedule, now: datetime, count: int) -> list[recurrence.Rolled]:
+    """The schedule's next `count` runs at or after `now`, and what its calendar did on the way."""
+    canonical, business = recurrence.business.detach(sch.rrule)
+    rec = recurrence.load(canonical, sch.input_kind)
+    if business is None:
+        return [recurrence.Rolled(w, "kept", w) for w in recurrence.occurrences(rec, after=now, count=count)]
+    return recurrence.business.first_runs(rec, business, now, count)
 
 
 def list_schedules(s: Session) -> list[Schedule]:

@@ -8,6 +8,7 @@ See `occurrences.py` for the DST behaviour and `api.py` for the DTSTART
 choice; both are written for the README.
 """
 
+from . import business
 from .analysis import ensure_fires, ensure_min_interval
 from .api import Preview, load, parse, preview
 from .calendars import BusinessCalendar, is_business_day, why_not_business_day
@@ -17,7 +18,7 @@ from .occurrences import next_after, occurrences
 from .roll import Rolled, ensure_fires_with_calendar, roll
 
 __all__ = [
-    "BusinessCalendar", "Preview", "Recurrence", "Rolled", "Rule", "describe", "ensure_fires",
+    "BusinessCalendar", "Preview", "business", "Recurrence", "Rolled", "Rule", "describe", "ensure_fires",
     "ensure_fires_with_calendar", "ensure_min_interval", "is_business_day", "load", "next_after",
     "occurrences", "parse", "preview", "roll", "why_not_business_day",
 ]

@@ -61,6 +61,17 @@ def detach(stored: str) -> tuple[str, Business | None]:
     return head, Business(BusinessCalendar.from_json(json.loads(snapshot)), policy)
 
 
+def describe_with(description: str, business: Business | None) -> str:
+    """A rule's description with the calendar it runs under."""
+    if business is None:
+        return description
+    name = business.calendar.name
+    if business.policy == "skip":
+        return f"{description}, skipping days that are not business days in calendar {name}"
+    side = "before" if business.policy == "before" else "after"
+    return f"{description}, on a day that is not a business day in calendar {name} the business day {side}"
+
+
 def runs(rec: Recurrence, business: Business, after: datetime) -> Iterator[Rolled]:
     """What the calendar makes of each of the rule's occurrences, in order, from the first whose
     original or moved time is after `after` (lazily; bounded by `MAX_STEPS`)."""
@@ -82,6 +93,21 @@ def next_run_after(rec: Recurrence, business: Business, after: datetime) -> date
         if rolled.when is not None and rolled.when > after:
             return rolled.when
     return None
+
+
+def first_runs(rec: Recurrence, business: Business, now: datetime, count: int) -> list[Rolled]:
+    """What the calendar does from `now` on until `count` runs at or after `now` are found: the
+    runs, and the occurrences it skipped or moved on the way (what a preview shows)."""
+    out: list[Rolled] = []
+    found = 0
+    for rolled in runs(rec, business, now - _TICK):
+        if rolled.original < now and (rolled.when is None or rolled.when < now):
+            continue
+        out.append(rolled)
+        found += rolled.when is not None and rolled.when >= now
+        if found >= count:
+            break
+    return out
 
 
 class _Walk:
@@ -126,4 +152,5 @@ def business_of(calendar: BusinessCalendar | None, policy: str) -> Business | No
     return Business(calendar, check_policy(policy))
 
 
-__all__ = ["Business", "LINE", "POLICIES", "attach", "business_of", "detach", "next_run_after", "runs"]
+__all__ = ["Business", "LINE", "POLICIES", "attach", "business_of", "describe_with", "detach", "first_runs", "next_run_after",
+           "runs"]

@@ -11,7 +11,7 @@ from almanac import jsonsafe
 from almanac.platform import batch, recurrence, service
 from almanac.platform.models import Schedule
 from almanac.web.api.schemas_batch import ScheduleBatchIn, ScheduleBatchOut
-from almanac.web.api.schemas_scheduler import NextOut, ScheduleIn, ScheduleOut, SchedulePatch
+from almanac.web.api.schemas_scheduler import NextOut, calendar_notes, ScheduleIn, ScheduleOut, SchedulePatch
 from almanac.web.audit import audit
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
@@ -22,7 +22,9 @@ router = api_router(prefix="/schedules", tags=["schedules"], read="viewer", writ
 
 
 def _describe(sch: Schedule) -> str:
-    return recurrence.describe(recurrence.load(sch.rrule, sch.input_kind))
+    canonical, business = recurrence.business.detach(sch.rrule)
+    return recurrence.business.describe_with(recurrence.describe(recurrence.load(canonical, sch.input_kind)),
+                                             business)
 
 
 def _out(sch: Schedule, description: str | None = None) -> ScheduleOut:
@@ -33,12 +35,13 @@ def _fields(sch: Schedule, description: str, payload: Any = _UNREAD) -> dict[str
     """A schedule's answer (`ScheduleOut`) as a dict; `payload` if the caller has read the stored one."""
     return dict(
         id=sch.id, name=sch.name, script_id=sch.script_id, rule=sch.rule_text, input_kind=sch.input_kind,
-        rrule=sch.rrule, description=description, timezone=sch.timezone,
+        rrule=recurrence.business.detach(sch.rrule)[0], description=description, timezone=sch.timezone,
         payload=jsonsafe.loads_stored(sch.payload) if payload is _UNREAD else payload, enabled=sch.enabled,
         misfire=sch.misfire, catchup_window_s=sch.catchup_window_s, overlap=sch.overlap,
         expire_after_s=sch.expire_after_s, max_attempts=sch.max_attempts, retry_backoff_s=sch.retry_backoff_s,
         priority=sch.priority, pause_after_failures=sch.pause_after_failures, paused_reason=sch.paused_reason,
         next_run_at=sch.next_run_at, created_at=sch.created_at, updated_at=sch.updated_at,
+        calendar=sch.calendar, calendar_policy=sch.calendar_policy,
     )
 
 
@@ -137,4 +140,7 @@ def trigger(schedule_id: int, session: TenantSession, principal: CurrentPrincipa
 def next_dates(schedule_id: int, session: TenantSession, services: ServicesDep,
                count: int = Query(default=10, ge=1, le=50)) -> NextOut:
     sch = service.get_schedule(session, schedule_id)
-    return NextOut(next=service.next_times(sch, services.clock.now(), count))
+    now = services.clock.now()
+    rolled = service.next_rolled(sch, now, count)
+    return NextOut(next=[r.when for r in rolled if r.when is not None and r.when >= now],
+                   calendar_notes=calendar_notes(rolled))

@@ -63,6 +63,9 @@ JobKey = Annotated[str, Field(min_length=1, max_length=JOB_KEY_MAX, description=
                    AfterValidator(job_key)]
 Misfire = Literal["run_once", "run_all", "skip"]
 Overlap = Literal["skip", "queue", "allow"]
+CalendarPolicy = Literal["skip", "before", "after"]
+CalendarName = Annotated[str, Field(min_length=1, max_length=64, description=(
+    "A business calendar by name: one the tenant stored, or a place code such as DE or US-NY."))]
 
 
 class Strict(BaseModel):
@@ -150,10 +153,14 @@ class ScheduleIn(Strict):
     retry_backoff_s: int = Field(default=10, ge=1, le=86400)
     priority: int = Field(default=0, ge=-100, le=100)
     pause_after_failures: int | None = Field(default=None, ge=1, le=1000)
+    calendar: CalendarName | None = None
+    calendar_policy: CalendarPolicy | None = Field(default=None, description=(
+        "On a day that is not a business day: skip (the default), before or after (the previous or next "
+        "business day, same time)."))
 
 
 class SchedulePatch(Patch):
-    NULLABLE = frozenset({"start", "payload", "expire_after_s", "pause_after_failures"})
+    NULLABLE = frozenset({"start", "payload", "expire_after_s", "pause_after_failures", "calendar"})
     name: Name | None = None
     script_id: Id | None = None
     rule: str | None = Field(default=None, min_length=1, max_length=4096)
@@ -169,6 +176,8 @@ class SchedulePatch(Patch):
     retry_backoff_s: int | None = Field(default=None, ge=1, le=86400)
     priority: int | None = Field(default=None, ge=-100, le=100)
     pause_after_failures: int | None = Field(default=None, ge=1, le=1000)
+    calendar: CalendarName | None = None
+    calendar_policy: CalendarPolicy | None = None
 
 
 class ScheduleOut(BaseModel):
@@ -194,10 +203,31 @@ class ScheduleOut(BaseModel):
     next_run_at: datetime | None
     created_at: datetime
     updated_at: datetime
+    calendar: str | None = None
+    calendar_policy: str = "skip"
+
+
+class CalendarNote(BaseModel):
+    """What a business calendar did to one of the rule's dates."""
+
+    original: datetime = Field(description="The occurrence the rule itself gives.")
+    action: Literal["skipped", "moved"]
+    when: datetime | None = Field(description="Where it runs instead (moved), or null (skipped).")
+    reason: str = Field(description="Why the day is not a business day: a holiday's name, a closed entry's "
+                                    "label, or weekend.")
+    note: str = Field(description='The line a preview shows: "Fri 25 Dec 2026 skipped: Christmas Day".')
+
+
+def calendar_notes(rolled: list[Any]) -> list[CalendarNote]:
+    """The skipped and moved entries of `business.first_runs`' answer, as the API shows them."""
+    return [CalendarNote(original=r.original, action=r.action, when=r.when, reason=r.reason, note=r.describe())
+            for r in rolled if r.action != "kept"]
 
 
 class NextOut(BaseModel):
     next: list[datetime]
+    calendar_notes: list[CalendarNote] = Field(default=[], description=(
+        "One entry per date the schedule's business calendar skipped or moved on the way to `next`."))
 
 
 class JobIn(Strict):

@@ -1,0 +1,124 @@
+"""Schedules under business calendars, driven through the real scheduler with a manual clock, on
+SQLite and PostgreSQL (the per-tenant claim, and on PostgreSQL the claim across tenants too): one run
+per original occurrence, never two on one day, moved runs at their moved time."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta, timezone
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from prometheus_client import CollectorRegistry
+from sqlalchemy import select
+
+from almanac.platform.metrics import get_metrics
+from almanac.platform.models import Run
+from almanac.platform.planning import RecurrenceRules
+from almanac.platform.recurrence.calendars import BusinessCalendar, is_business_day
+from almanac.platform.runner import FunctionRunner
+from almanac.platform.store_sql import SqlStore
+from almanac.platform.timer import Scheduler
+from almanac.sandbox.contract import RunResult
+
+BERLIN = ZoneInfo("Europe/Berlin")
+START = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+END = datetime(2027, 1, 1, tzinfo=timezone.utc)
+DE_BY = BusinessCalendar.from_json({"name": "DE-BY", "country": "DE", "subdivision": "BY"})
+
+
+def _schedule(admin: Any, script_id: int, name: str, rule: str, **calendar: Any) -> dict[str, Any]:
+    made = admin.post("/api/v1/schedules", json={"name": name, "script_id": script_id, "rule": rule,
+                                                 "timezone": "Europe/Berlin", **calendar})
+    assert made.status_code == 201, made.text
+    return made.json()
+
+
+def _drive(database: Any, slug: str, clock: Any, path: str) -> None:
+    """Every hour from START to END: the clock moves, the scheduler claims and runs what is due."""
+    store = SqlStore(database, RecurrenceRules(), lease_margin_s=120)
+    scheduler = Scheduler(store, FunctionRunner(lambda source, event, caps: 1), clock, lambda: [],
+                          metrics=get_metrics(CollectorRegistry()))
+    while clock.now() < END:
+        clock.advance(3600)
+        if path == "tenant":
+            scheduler.tick(slug)
+            continue
+        claims = store.claim_across(clock.now(), 100).claims
+        if claims:
+            store.finish_across([(c, RunResult("succeeded", output=1), clock.now(), clock.now()) for c in claims])
+
+
+def _runs(database: Any, slug: str, schedule_id: int) -> list[datetime]:
+    with database.tenant_session(slug) as s:
+        rows = s.execute(select(Run).where(Run.schedule_id == schedule_id).order_by(Run.id)).scalars()
+        return [r.scheduled_for.astimezone(BERLIN) for r in rows if r.status == "succeeded"]
+
+
+@pytest.mark.parametrize("path", ["tenant", "across"])
+def test_before_across_a_december_with_christmas_runs_once_per_original_occurrence(
+        api: Any, database: Any, manual_clock: Any, backend: str, path: str) -> None:
+    if path == "across" and backend != "postgresql":
+        pytest.skip("the claim across tenants is PostgreSQL's")
+    manual_clock.set(START)
+    admin = api()
+    script = admin.post("/api/v1/scripts", json={"name": "s", "source": "export default () => 1;\n"}).json()["id"]
+    payroll = _schedule(admin, script, "payroll", "on the 25th of every month at 10",
+                        calendar="DE-BY", calendar_policy="before")
+    daily = _schedule(admin, script, "daily", "every day at 10:00", calendar="DE-BY", calendar_policy="before")
+    assert payroll["calendar"] == "DE-BY" and payroll["calendar_policy"] == "before"
+    assert payroll["next_run_at"] == "2026-12-24T09:00:00Z"  # Christmas Day is a Friday: the Thursday before
+
+    _drive(database, admin.tenant, manual_clock, path)
+
+    assert _runs(database, admin.tenant, payroll["id"]) == [datetime(2026, 12, 24, 10, tzinfo=BERLIN)]
+    days = [d.date() for d in _runs(database, admin.tenant, daily["id"])]
+    business = [date(2026, 12, 1) + timedelta(days=i) for i in range(31)]
+    business = [d for d in business if is_business_day(DE_BY, d)]
+    assert days == business  # every business day once; Christmas and weekends moved onto a day that runs anyway
+    assert date(2026, 12, 25) not in days and date(2026, 12, 26) not in days
+
+
+def test_a_calendar_change_replans_the_schedules_that_name_it(api: Any, manual_clock: Any) -> None:
+    manual_clock.set(START)
+    admin = api()
+    assert admin.put("/api/v1/calendars/office", json={"country": "DE"}).status_code == 201
+    script = admin.post("/api/v1/scripts", json={"name": "s", "source": "export default () => 1;\n"}).json()["id"]
+    sch = _schedule(admin, script, "report", "every day at 10:00", calendar="office", calendar_policy="after")
+    assert sch["next_run_at"] == "2026-12-01T09:00:00Z"
+    closed = {"country": "DE", "closed": [{"first": "2026-12-01", "last": "2026-12-03", "label": "audit"}]}
+    assert admin.put("/api/v1/calendars/office", json=closed).status_code == 200
+    again = admin.get(f"/api/v1/schedules/{sch['id']}").json()
+    assert again["next_run_at"] == "2026-12-04T09:00:00Z"
+    nexts = admin.get(f"/api/v1/schedules/{sch['id']}/next?count=2").json()
+    assert nexts["next"] == ["2026-12-04T10:00:00+01:00", "2026-12-07T10:00:00+01:00"]
+    assert [n["note"] for n in nexts["calendar_notes"]][:2] == [
+        "moved from Tue 1 Dec 2026 to Fri 4 Dec 2026: audit",
+        "Wed 2 Dec 2026 skipped: audit; Fri 4 Dec 2026 already has a run"]
+
+
+def test_schedule_calendar_fields_are_checked_and_patched(api: Any, manual_clock: Any) -> None:
+    manual_clock.set(START)
+    admin = api()
+    script = admin.post("/api/v1/scripts", json={"name": "s", "source": "export default () => 1;\n"}).json()["id"]
+    base = {"name": "r", "script_id": script, "rule": "every day at 10:00", "timezone": "Europe/Berlin"}
+    unknown = admin.post("/api/v1/schedules", json={**base, "calendar": "nowhere"})
+    assert unknown.status_code == 422 and "nowhere" in unknown.json()["error"]["message"]
+    bad_policy = admin.post("/api/v1/schedules", json={**base, "calendar": "DE", "calendar_policy": "sideways"})
+    assert bad_policy.status_code == 422
+    never = admin.post("/api/v1/schedules", json={**base, "rule": "every saturday at 10", "calendar": "DE"})
+    assert never.status_code == 422 and never.json()["error"]["code"] == "never_fires"
+    plain = admin.post("/api/v1/schedules", json=base).json()
+    assert plain["calendar"] is None and plain["calendar_policy"] == "skip"
+    patched = admin.patch(f"/api/v1/schedules/{plain['id']}", json={"calendar": "de", "calendar_policy": "after"})
+    assert patched.status_code == 200, patched.text
+    body = patched.json()
+    assert body["calendar"] == "DE" and body["calendar_policy"] == "after" and "X-ALMANAC" not in body["rrule"]
+    assert "business day" in body["description"] and "DE" in body["description"]
+    cleared = admin.patch(f"/api/v1/schedules/{plain['id']}", json={"calendar": None}).json()
+    assert cleared["calendar"] is None and cleared["calendar_policy"] == "skip"
+    batch = admin.post("/api/v1/schedules/batch", json={"schedules": [
+        {**base, "calendar": "US-NY"}, {**base, "calendar": "nowhere"}]})
+    assert batch.status_code == 422 and batch.json()["error"]["details"]["errors"][0]["index"] == 1
+    made = admin.post("/api/v1/schedules/batch", json={"schedules": [{**base, "calendar": "US-NY"}]})
+    assert made.status_code == 201 and made.json()["items"][0]["calendar"] == "US-NY"
