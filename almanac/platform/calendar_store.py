@@ -109,7 +109,8 @@ def replan_users(session: Session, rules: planning.Rules, cal: BusinessCalendar,
     for sch in users:
         canonical, _ = detach(sch.rrule)
         business = Business(cal, check_policy(sch.calendar_policy))
-        ensure_fires_with_calendar(recurrence.load(canonical, sch.input_kind), cal, business.policy, now)
+        rec = recurrence.load(canonical, sch.input_kind)
+        ensure_fires_with_calendar(rec, cal, business.policy, max(now, rec.dtstart))
         sch.rrule, sch.version, sch.updated_at = attach(canonical, business), sch.version + 1, now
         planning.replan_schedule(session, sch, now, rules)
     return [sch.id for sch in users]
@@ -147,7 +148,8 @@ def named(session: Session, rec: Any, calendar: str | None, policy: str | None, 
         calendar, policy = calendar or clause.name, clause.policy
     business = for_schedule(session, calendar, policy or "skip")
     if business is not None:
-        ensure_fires_with_calendar(rec, business.calendar, business.policy, now)
+        # From the rule's start when it lies ahead: the check looks a bounded horizon from there.
+        ensure_fires_with_calendar(rec, business.calendar, business.policy, max(now, rec.dtstart))
     return business
 
 

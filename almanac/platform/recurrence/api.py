@@ -17,12 +17,14 @@ import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
+from typing import Callable
 from zoneinfo import ZoneInfo
 
 from almanac.errors import InvalidRule, ValidationError
 
 from .analysis import ensure_fires, ensure_min_interval
 from .business import LINE as CALENDAR_LINE
+from .business import Business, describe_with, first_runs
 from .static import static_reason
 from .describe import describe
 from .engine import PREVIEW_STEPS, SearchTooLong, budget_scope, compile_plan, limited_budget
@@ -32,6 +34,7 @@ from .occurrences import Shift, gap_shifts, occurrences, to_instant, to_wall
 from .parse_cron import looks_like_cron, parse_cron
 from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
 from .parse_text import parse_text
+from .roll import Rolled
 from .words import english_refusal
 from .zones import get_zone, utc_key
 
@@ -48,6 +51,9 @@ class Preview:
     next: list[datetime]
     # Occurrences in `next` that a DST gap moves ("02:30 does not exist...").
     shifts: list[Shift] = field(default_factory=list)
+    # What the business calendar skipped or moved on the way to `next`, and the calendar.
+    notes: list[Rolled] = field(default_factory=list)
+    business: Business | None = None
 
 
 def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
@@ -201,8 +207,14 @@ def load(canonical: str, input_kind: str = "rrule") -> Recurrence:
 
 
 def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
-            count: int = 10, min_interval_s: int = 60) -> Preview:
-    """What the rule builder shows: canonical form, description, next dates."""
+            count: int = 10, min_interval_s: int = 60,
+            calendar_for: Callable[[Recurrence], Business | None] | None = None) -> Preview:
+    """What the rule builder shows: canonical form, description, next dates.
+
+    `calendar_for(rec)` answers the business calendar the rule runs under (the caller knows the
+    tenant's calendars; it may raise NeverFires); `next` are then the runs, and `notes` what the
+    calendar skipped or moved on the way.
+    """
     if not 1 <= count <= 50:
         raise ValidationError("count must be between 1 and 50.", details={"field": "count"})
     with budget_scope(PREVIEW_STEPS):
@@ -214,7 +226,15 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
             after = max(after, to_instant(to_wall(start, zone), zone))
         ensure_fires(rec, after)  # `after`: a start in a DST gap fires later than its wall time says
         ensure_min_interval(rec, now, min_interval_s)
-        found = occurrences(rec, after=after, count=count)
+        business = calendar_for(rec) if calendar_for is not None else None
+        notes: list[Rolled] = []
+        if business is None:
+            found = occurrences(rec, after=after, count=count)
+        else:
+            rolled = first_runs(rec, business, after, count)
+            found = [r.when for r in rolled if r.when is not None and r.when >= after]
+            notes = [r for r in rolled if r.action != "kept"]
         shifts = gap_shifts(rec, found)
-    return Preview(rec.input_kind, rec.canonical, describe(rec), found, shifts)
+    return Preview(rec.input_kind, rec.canonical, describe_with(describe(rec), business), found, shifts,
+                   notes, business)
 

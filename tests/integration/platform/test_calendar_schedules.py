@@ -122,3 +122,32 @@ def test_schedule_calendar_fields_are_checked_and_patched(api: Any, manual_clock
     assert batch.status_code == 422 and batch.json()["error"]["details"]["errors"][0]["index"] == 1
     made = admin.post("/api/v1/schedules/batch", json={"schedules": [{**base, "calendar": "US-NY"}]})
     assert made.status_code == 201 and made.json()["items"][0]["calendar"] == "US-NY"
+
+
+def test_preview_says_what_the_calendar_did_to_each_date(api: Any, manual_clock: Any) -> None:
+    manual_clock.set(START)
+    viewer = api("viewer")
+    answer = viewer.post("/api/v1/recurrence/preview", json={
+        "rule": "on the 25th of every month at 10", "timezone": "Europe/Berlin", "count": 3,
+        "calendar": "DE-BY", "calendar_policy": "before"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["next"] == ["2026-12-24T10:00:00+01:00", "2027-01-25T10:00:00+01:00", "2027-02-25T10:00:00+01:00"]
+    assert body["calendar"] == "DE-BY" and "DE-BY" in body["description"] and "before" in body["description"]
+    assert body["calendar_notes"] == [{
+        "original": "2026-12-25T10:00:00+01:00", "action": "moved", "when": "2026-12-24T10:00:00+01:00",
+        "reason": "Christmas Day", "note": "moved from Fri 25 Dec 2026 to Thu 24 Dec 2026: Christmas Day"}]
+    plain = viewer.post("/api/v1/recurrence/preview", json={"rule": "every day at 10", "count": 2}).json()
+    assert plain["calendar"] is None and plain["calendar_notes"] == []
+
+
+def test_preview_refuses_a_rule_the_calendar_leaves_nothing_of_and_says_an_unknown_year(api: Any) -> None:
+    viewer = api("viewer")
+    never = viewer.post("/api/v1/recurrence/preview", json={
+        "rule": "every sunday at 10", "calendar": "US", "calendar_policy": "skip"})
+    assert never.status_code == 422 and never.json()["error"]["code"] == "never_fires"
+    far = viewer.post("/api/v1/recurrence/preview", json={
+        "rule": "every weekday at 10", "start": "2150-01-01T00:00:00Z", "calendar": "DE"})
+    assert far.status_code == 422 and "holidays unknown for 2150" in far.json()["error"]["message"]
+    unknown = viewer.post("/api/v1/recurrence/preview", json={"rule": "every day at 10", "calendar": "nowhere"})
+    assert unknown.status_code == 422 and unknown.json()["error"]["code"] == "validation_error"
