@@ -13,9 +13,13 @@ in the same transaction. Every query runs in the caller's tenant schema.
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
+import holidays
+import holidays.registry
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -159,3 +163,20 @@ def schedule_fields(rec: Any, business: Business | None) -> dict[str, Any]:
     return {"rrule": attach(rec.canonical, business), "calendar": business.calendar.name if business else None,
             "calendar_policy": business.policy if business else "skip"}
 
+
+
+# -- what pages offer ---------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def places() -> tuple[tuple[str, str], ...]:
+    """(code, English name) of every country the holiday library knows, by name."""
+    supported = holidays.list_supported_countries()
+    named = {entry[1]: re.sub(r"(?<=[a-z])(?=[A-Z])", " ", entry[0]) for entry in holidays.registry.COUNTRIES.values()}
+    return tuple(sorted(((code, named.get(code, code)) for code in supported if len(code) == 2),
+                        key=lambda pair: pair[1]))
+
+
+def subdivisions(country: str) -> tuple[str, ...]:
+    """The subdivision codes the library knows for `country` (none for an unknown country)."""
+    return tuple(str(s) for s in holidays.list_supported_countries().get(country.upper(), ()))

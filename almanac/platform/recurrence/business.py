@@ -25,6 +25,7 @@ from typing import Iterator
 from .calendars import BusinessCalendar
 from .model import Recurrence
 from .occurrences import occurrences
+from .window import DaySlice
 from .roll import POLICIES, Policy, Rolled, _why_not, check_policy, roll
 from .zones import get_zone, to_instant
 
@@ -110,6 +111,44 @@ def first_runs(rec: Recurrence, business: Business, now: datetime, count: int) -
     return out
 
 
+def runs_by_day(rec: Recurrence, business: Business, edges: list[datetime], keep: int) -> list[DaySlice]:
+    """`window.by_day` for a rule under a calendar: each day's first `keep` runs and how many.
+    Days the bounded walk does not reach are marked not exact."""
+    days = [DaySlice() for _ in edges[:-1]]
+    day, reached = 0, False
+    for rolled in runs(rec, business, edges[0] - _TICK):
+        when = rolled.when
+        if when is None or when < edges[0]:
+            continue
+        while day < len(days) and when >= edges[day + 1]:
+            day += 1
+        if day == len(days):
+            reached = True
+            break
+        piece = days[day]
+        if len(piece.first) < keep:
+            piece.first.append(when)
+        piece.count += 1
+    else:
+        reached = True  # the rule ended, or the walk's bound: only the former is exact
+    for piece in days[day + 1:] if not reached else ():
+        piece.exact = False
+    return days
+
+
+def runs_between(rec: Recurrence, business: Business, start: datetime, end: datetime, limit: int
+                 ) -> list[datetime]:
+    """The first `limit` runs in [start, end)."""
+    found: list[datetime] = []
+    for rolled in runs(rec, business, start - _TICK):
+        if rolled.when is None or rolled.when < start:
+            continue
+        if rolled.when >= end or len(found) >= limit:
+            break
+        found.append(rolled.when)
+    return found
+
+
 class _Walk:
     """The rule's occurrences from `start`, one a day where the rest of the day cannot matter."""
 
@@ -153,4 +192,4 @@ def business_of(calendar: BusinessCalendar | None, policy: str) -> Business | No
 
 
 __all__ = ["Business", "LINE", "POLICIES", "attach", "business_of", "describe_with", "detach", "first_runs", "next_run_after",
-           "runs"]
+           "runs", "runs_between", "runs_by_day"]

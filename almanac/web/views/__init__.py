@@ -22,7 +22,7 @@ from almanac.web.views.common import TENANT_KEY, USER_KEY, is_htmx, redirect, re
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 # One module a resource; each defines `router` (a page_router), mounted in this order.
 PAGE_MODULES = ("auth", "dashboard", "rules", "scripts", "schedules", "jobs", "runs", "admin", "quotas", "delivery",
-                "outbound", "kv", "calendar")
+                "outbound", "kv", "calendar", "business_calendars")
 SESSION_COOKIE = "almanac_session"
 # A working day: long enough not to nag, short enough that a forgotten browser signs out.
 SESSION_MAX_AGE_S = 12 * 3600

@@ -117,8 +117,11 @@ def shifts_of(zones: dict[str, ZoneInfo], day: date) -> list[str]:
 def day_slices(sch: Any, bounds: list[datetime], keep: int, cap: int) -> list[DaySlice] | LeftOut:
     """`by_day` for one schedule within its share of the request's budget, or why it is left out."""
     try:
-        rec = recurrence.load(sch.rrule, sch.input_kind)
+        canonical, business = recurrence.business.detach(sch.rrule)
+        rec = recurrence.load(canonical, sch.input_kind)
         with budget_scope(SCHEDULE_STEPS):
+            if business is not None:  # its runs, as the calendar skips and moves them
+                return recurrence.business.runs_by_day(rec, business, bounds, keep)
             return by_day(rec, bounds, keep, cap)
     except SearchTooLong:
         return LeftOut(sch.id, sch.name, "too many occurrences to compute on one page")
@@ -233,9 +236,11 @@ def day_list(schedules: Sequence[Any], s: Session | None, bounds: tuple[datetime
     with budget_scope(PAGE_STEPS):
         for sch in schedules:
             try:
-                rec = recurrence.load(sch.rrule, sch.input_kind)
+                canonical, business = recurrence.business.detach(sch.rrule)
+                rec = recurrence.load(canonical, sch.input_kind)
                 with budget_scope(SCHEDULE_STEPS):
-                    times = between(rec, start, end, DAY_LIST + 2)
+                    times = (between(rec, start, end, DAY_LIST + 2) if business is None else
+                             recurrence.business.runs_between(rec, business, start, end, DAY_LIST + 2))
             except (SearchTooLong, AlmanacError):
                 continue  # the day's summary names it as left out
             found += [((w.astimezone(timezone.utc), 0, sch.id), Entry(w.astimezone(zone), sch.name, f"/schedules/{sch.id}", "schedule"))

@@ -16,10 +16,10 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from almanac.errors import AlmanacError, InvalidRule
-from almanac.platform import recurrence
+from almanac.platform import calendar_store, recurrence
 from almanac.tenants.auth import Principal
 from almanac.web.views.rule_fields import RELEVANT, fields_of
-from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, viewer_zone
+from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, tenant_db, viewer_zone
 
 # The preview changes nothing, so anyone who can read the page may use it.
 router = page_router(read="viewer", write="editor")
@@ -33,6 +33,8 @@ COMMON_ZONES = ["UTC", "Europe/London", "Europe/Berlin", "Europe/Paris", "Americ
                 "Asia/Singapore", "Australia/Sydney", "Africa/Johannesburg"]
 _DAY_CODES = {code for code, _ in WEEKDAYS}
 PREVIEW_COUNT = 10
+CALENDAR_POLICIES = [("skip", "Skip it"), ("before", "Run on the business day before"),
+                     ("after", "Run on the business day after")]
 
 
 @dataclass
@@ -53,6 +55,8 @@ class RuleForm:
     end: str = "never"  # never | until | count
     until: str = ""
     count: str = ""
+    calendar: str = ""  # a business calendar's name; "" for none
+    calendar_policy: str = "skip"
 
     @classmethod
     def from_form(cls, form: Mapping[str, Any], default_tz: str = "UTC") -> "RuleForm":
@@ -68,6 +72,7 @@ class RuleForm:
             interval=one("interval", "1") or "1", byday=[d for d in days if d in _DAY_CODES],
             monthdays=one("monthdays"), ordinal=one("ordinal"), ordinal_day=one("ordinal_day", "MO"),
             at=one("at"), end=one("end", "never"), until=one("until"), count=one("count"),
+            calendar=one("calendar")[:64], calendar_policy=one("calendar_policy", "skip") or "skip",
         )
 
     # -- what the recurrence engine gets -------------------------------------------------
@@ -154,14 +159,18 @@ def _time_of_day(text: str) -> time:
 # -- the preview -------------------------------------------------------------------------
 
 
-def preview_context(form: RuleForm, principal: Principal, now: datetime, viewer: ZoneInfo) -> dict[str, Any]:
-    """What `_preview.html` shows: the description and next dates, or the reason the rule is refused."""
+def preview_context(form: RuleForm, principal: Principal, now: datetime, viewer: ZoneInfo,
+                    session: Any = None) -> dict[str, Any]:
+    """What `_preview.html` shows: the description and next dates, or the reason the rule is refused.
+    `session` (the tenant's) finds the business calendar the form names."""
     if form.mode == "text" and not form.rule:
         return {"empty": True}
     try:
         result = recurrence.preview(
             form.rule_text(), form.timezone, start=form.start_at(), now=now, count=PREVIEW_COUNT,
             min_interval_s=principal.min_interval_seconds,
+            calendar_for=None if session is None else lambda rec: calendar_store.named(
+                session, rec, form.calendar or None, form.calendar_policy if form.calendar else None, now),
         )
     except AlmanacError as refused:
         return {"refusal": refused.message, "code": refused.code, "marked": _marked(form, refused)}
@@ -170,6 +179,8 @@ def preview_context(form: RuleForm, principal: Principal, now: datetime, viewer:
     return {
         "preview": result, "dates": dates, "rule_zone": rule_zone, "viewer": viewer,
         "show_viewer": str(viewer) != str(rule_zone),
+        "moved": {r.when: r.describe() for r in result.notes if r.action == "moved"},
+        "skipped": [r.describe() for r in result.notes if r.action == "skipped"],
     }
 
 
@@ -242,7 +253,8 @@ async def rule_preview(request: Request, principal: PagePrincipal, services: Ser
     """The htmx partial behind the builder: it replaces the inside of the Preview region, and
     re-renders the Save button out of band, disabled while the rule is refused (the save refuses too)."""
     form = RuleForm.from_form(request.query_params, default_tz="UTC")
-    context = preview_context(form, principal, services.clock.now(), viewer_zone(request))
+    with tenant_db(services, principal) as session:
+        context = preview_context(form, principal, services.clock.now(), viewer_zone(request), session)
     return render(request, "_preview.html", oob=True, **context)
 
 
@@ -252,12 +264,14 @@ def relevant_for(name: str) -> str:
 
 
 def builder_context(form: RuleForm, principal: Principal, now: datetime, viewer: ZoneInfo,
-                    fill_note: str | None = None) -> dict[str, Any]:
+                    fill_note: str | None = None, session: Any = None) -> dict[str, Any]:
     """Everything `_rule_builder.html` needs, with the first preview already rendered."""
+    stored = [row.name for row in calendar_store.listing(session)] if session is not None else []
     return {
         "rf": form, "frequencies": FREQUENCIES, "weekdays": WEEKDAYS, "ordinals": ORDINALS,
         "zones": COMMON_ZONES, "relevant_for": relevant_for, "fill_note": fill_note,
-        **preview_context(form, principal, now, viewer),
+        "calendars": stored, "places": calendar_store.places(), "policies": CALENDAR_POLICIES,
+        **preview_context(form, principal, now, viewer, session),
     }
 
 

@@ -39,7 +39,9 @@ POLICY_DEFAULTS = {"misfire": "run_once", "overlap": "skip", "max_attempts": "3"
 
 
 def describe(sch: Schedule) -> str:
-    return recurrence.describe(recurrence.load(sch.rrule, sch.input_kind))
+    canonical, business = recurrence.business.detach(sch.rrule)
+    return recurrence.business.describe_with(recurrence.describe(recurrence.load(canonical, sch.input_kind)),
+                                             business)
 
 
 @router.get("/schedules")
@@ -77,7 +79,7 @@ def _form_page(request: Request, principal: Principal, services: ServicesDep, *,
                fill_note: str | None = None) -> Response:
     with tenant_db(services, principal) as session:
         scripts = queries.script_names(session)
-    context = builder_context(rf, principal, services.clock.now(), viewer_zone(request), fill_note)
+        context = builder_context(rf, principal, services.clock.now(), viewer_zone(request), fill_note, session)
     return render(request, "schedule_form.html", status_code=status_code, sch=sch, form=values, scripts=scripts,
                   error=error, **context)
 
@@ -108,7 +110,8 @@ def _validated(values: dict[str, Any], rf: RuleForm) -> dict[str, Any]:
         start=rf.start_at(), payload=payload, enabled=values["enabled"], misfire=values["misfire"],
         overlap=values["overlap"], max_attempts=values["max_attempts"], retry_backoff_s=values["retry_backoff_s"],
         catchup_window_s=values["catchup_window_s"], expire_after_s=values["expire_after_s"] or None,
-        priority=values["priority"] or 0,
+        priority=values["priority"] or 0, calendar=rf.calendar or None,
+        calendar_policy=rf.calendar_policy if rf.calendar else None,
     ), strict=False)
     return body.model_dump()
 
@@ -212,6 +215,7 @@ def edit_schedule_page(request: Request, schedule_id: int, principal: PagePrinci
     values = {"name": sch.name, "script_id": str(sch.script_id), "payload": sch.payload, "enabled": sch.enabled,
               **{k: "" if getattr(sch, k) is None else str(getattr(sch, k)) for k in POLICY_DEFAULTS}}
     rf, note = form_for_rule(sch.rule_text, sch.rrule, sch.input_kind, sch.timezone)
+    rf.calendar, rf.calendar_policy = sch.calendar or "", sch.calendar_policy
     return _form_page(request, principal, services, sch=sch, values=values, rf=rf, fill_note=note)
 
 
@@ -244,7 +248,8 @@ def _changes(sch: Schedule, fields: dict[str, Any]) -> dict[str, Any]:
     """Only what differs: an unchanged rule must not replace what is planned."""
     current = {"name": sch.name, "script_id": sch.script_id, "rule": sch.rule_text, "timezone": sch.timezone,
                "payload": json.loads(sch.payload), "enabled": sch.enabled,
-               **{k: getattr(sch, k) for k in POLICY_DEFAULTS}}
+               **{k: getattr(sch, k) for k in POLICY_DEFAULTS},
+               "calendar": sch.calendar, "calendar_policy": sch.calendar_policy if sch.calendar else None}
     changes = {k: v for k, v in fields.items() if k != "start" and current.get(k) != v}
     # The edit form shows the rule's own start: sent back unchanged with the same rule, it changes
     # nothing (no replan); with a changed rule it is the start the preview showed, so it is kept.
