@@ -68,9 +68,9 @@ def describe_with(description: str, business: Business | None) -> str:
         return description
     name = business.calendar.name
     if business.policy == "skip":
-        return f"{description}, skipping days that are not business days in calendar {name}"
+        return f"{description}, only on business days of calendar {name}"
     side = "before" if business.policy == "before" else "after"
-    return f"{description}, on a day that is not a business day in calendar {name} the business day {side}"
+    return f"{description}, or the business day {side} when that is not a business day of calendar {name}"
 
 
 def runs(rec: Recurrence, business: Business, after: datetime) -> Iterator[Rolled]:
