@@ -98,7 +98,7 @@ def put(session: Session, rules: planning.Rules, cal: BusinessCalendar, *, now: 
     row = session.get(Calendar, cal.name)
     created = row is None
     if row is None:
-        if session.scalar(select(func.count()).select_from(Calendar)) >= MAX_CALENDARS:
+        if (session.scalar(select(func.count()).select_from(Calendar)) or 0) >= MAX_CALENDARS:
             raise ValidationError(f"A tenant may keep at most {MAX_CALENDARS} calendars.")
         row = Calendar(name=cal.name)
         session.add(row)

@@ -23,7 +23,7 @@ router = api_router(prefix="/calendars", tags=["calendars"], read="viewer", writ
 Name = Path(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
             description="1 to 64 letters, digits, '.', '_' or '-'; a place code such as DE-BY names a built-in "
                         "calendar unless the tenant stored one of that name")
-_EXAMPLE = {"country": "DE", "subdivision": "BY", "weekend": ["saturday", "sunday"],
+_EXAMPLE: dict[str, Any] = {"country": "DE", "subdivision": "BY", "weekend": ["saturday", "sunday"],
             "closed": [{"first": "2026-12-24", "last": "2026-12-31", "label": "Winter shutdown"}]}
 
 

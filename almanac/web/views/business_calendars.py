@@ -117,7 +117,7 @@ def calendar_page(request: Request, name: str, principal: PagePrincipal, service
 @router.post("/calendars")
 async def save_calendar(request: Request, principal: PagePrincipal, services: ServicesDep) -> Response:
     form = await request.form()
-    values = {"name": str(form.get("name", "")).strip()[:64], "country": str(form.get("country", ""))[:8],
+    values: dict[str, Any] = {"name": str(form.get("name", "")).strip()[:64], "country": str(form.get("country", ""))[:8],
               "subdivision": str(form.get("subdivision", ""))[:16],
               "closed": str(form.get("closed", ""))[:CLOSED_TEXT_MAX],
               "weekend": [str(d) for d in form.getlist("weekend")][:7]}
