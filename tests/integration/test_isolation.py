@@ -46,9 +46,12 @@ BODIES: dict[tuple[str, str], Any] = {
     ("GET", "/api/v1/events/{event_id}/deliveries"): None,
     ("GET", "/api/v1/targets/{target_id}/deliveries"): None,
     ("DELETE", "/api/v1/secrets/{name}"): None,
+    ("GET", "/api/v1/calendars/{name}"): None,  # B's calendar is named as B's secret is
+    ("DELETE", "/api/v1/calendars/{name}"): None,
 }
 # Keys are names inside the caller's own namespace: A writing key "k" makes A's "k", never B's.
-UPSERTS = {("PUT", "/api/v1/jobs/{key}"), ("PUT", "/api/v1/kv/{key:path}"), ("PUT", "/api/v1/secrets/{name}")}
+UPSERTS = {("PUT", "/api/v1/jobs/{key}"), ("PUT", "/api/v1/kv/{key:path}"), ("PUT", "/api/v1/secrets/{name}"),
+           ("PUT", "/api/v1/calendars/{name}")}
 
 
 def _b_objects(b: Any, database: Any = None, now: Any = None) -> dict[str, Any]:
@@ -62,6 +65,7 @@ def _b_objects(b: Any, database: Any = None, now: Any = None) -> dict[str, Any]:
     assert job.status_code in (200, 201), job.text
     assert b.put("/api/v1/kv/b-key", json={"value": {"secret": "of b"}}).status_code in (200, 201)
     assert b.put("/api/v1/secrets/B_SECRET", json={"value": "b's own"}).status_code == 201
+    assert b.put("/api/v1/calendars/B_SECRET", json={"weekend": ["sunday"]}).status_code == 201
     target = b.post("/api/v1/targets", json={
         "kind": "email", "name": "b-mail", "topics": ["*"], "recipients": ["ops@b.test"],
         "subject_template": "{{ topic }}", "body_template": "{{ data }}",

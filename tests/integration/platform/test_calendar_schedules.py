@@ -151,3 +151,26 @@ def test_preview_refuses_a_rule_the_calendar_leaves_nothing_of_and_says_an_unkno
     assert far.status_code == 422 and "holidays unknown for 2150" in far.json()["error"]["message"]
     unknown = viewer.post("/api/v1/recurrence/preview", json={"rule": "every day at 10", "calendar": "nowhere"})
     assert unknown.status_code == 422 and unknown.json()["error"]["code"] == "validation_error"
+
+
+def test_the_calendar_the_rule_s_english_names_fills_the_fields_and_a_disagreement_is_refused(
+        database: Any, make_tenant: Any) -> None:
+    from dataclasses import replace
+
+    from almanac.errors import InvalidRule
+    from almanac.platform import calendar_store
+    from almanac.platform.recurrence import parse
+    from almanac.platform.recurrence.model import CalendarClause
+
+    slug = make_tenant()
+    rec = replace(parse("every day at 10", "Europe/Berlin", now=START), calendar=CalendarClause("DE", "before"))
+    with database.tenant_session(slug) as s:
+        business = calendar_store.named(s, rec, None, None, START)
+        assert business is not None and business.calendar.name == "DE" and business.policy == "before"
+        assert calendar_store.named(s, rec, "de", "before", START) is not None  # the same, said twice
+        with pytest.raises(InvalidRule, match="calendar 'DE' but the calendar field says 'US'"):
+            calendar_store.named(s, rec, "US", None, START)
+        with pytest.raises(InvalidRule, match="calendar_policy says 'after'"):
+            calendar_store.named(s, rec, None, "after", START)
+        plain = calendar_store.named(s, replace(rec, calendar=None), None, None, START)
+        assert plain is None
