@@ -80,3 +80,22 @@ def test_the_calendar_travels_in_the_stored_text_and_load_ignores_it() -> None:
     assert canonical == rec.canonical and business == Business(CAL, "before")
     assert load(stored, "text").canonical == rec.canonical
     assert detach(rec.canonical) == (rec.canonical, None)
+
+
+def test_a_dense_rule_across_a_long_closure_costs_one_step_a_day(monkeypatch: pytest.MonkeyPatch) -> None:
+    from almanac.platform.recurrence import business as module
+
+    calls: list[datetime] = []
+    real = module.occurrences
+
+    def counting(rec, *, after, count):  # type: ignore[no-untyped-def]
+        calls.append(after)
+        return real(rec, after=after, count=count)
+
+    monkeypatch.setattr(module, "occurrences", counting)
+    shut = BusinessCalendar.from_json({"name": "shut", "closed": [
+        {"from": "2026-12-01", "to": "2027-06-30", "label": "refit"}]})
+    rec = parse("FREQ=SECONDLY", "UTC", now=NOW)
+    first = next_run_after(rec, Business(shut, "after"), datetime(2026, 12, 1, tzinfo=timezone.utc))
+    assert first == datetime(2027, 7, 1, tzinfo=timezone.utc)  # one run the day after, at its first second
+    assert len(calls) < 400  # a day at a time through 212 closed days and the 31 looked back on
