@@ -157,6 +157,15 @@ def named(session: Session, rec: Any, calendar: str | None, policy: str | None, 
     return business
 
 
+def upcoming(sch: Schedule, now: datetime, count: int) -> list[recurrence.Rolled]:
+    """The schedule's next `count` runs at or after `now`, and what its calendar did on the way."""
+    canonical, business = detach(sch.rrule)
+    rec = recurrence.load(canonical, sch.input_kind)
+    if business is None:
+        return [recurrence.Rolled(w, "kept", w) for w in recurrence.occurrences(rec, after=now, count=count)]
+    return recurrence.business.first_runs(rec, business, now, count)
+
+
 def schedule_fields(rec: Any, business: Business | None) -> dict[str, Any]:
     """A schedule's columns for its rule under `business`: the stored rule text, the calendar's
     name (a built-in one as the library writes it: "DE-BY") and the policy."""

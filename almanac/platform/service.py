@@ -249,16 +249,7 @@ def trigger_schedule(s: Session, schedule_id: int, now: datetime) -> Schedule:
 
 
 def next_times(sch: Schedule, now: datetime, count: int) -> list[datetime]:
-    return [r.when for r in next_rolled(sch, now, count) if r.when is not None]
-
-
-def next_rolled(sch: Schedule, now: datetime, count: int) -> list[recurrence.Rolled]:
-    """The schedule's next `count` runs at or after `now`, and what its calendar did on the way."""
-    canonical, business = recurrence.business.detach(sch.rrule)
-    rec = recurrence.load(canonical, sch.input_kind)
-    if business is None:
-        return [recurrence.Rolled(w, "kept", w) for w in recurrence.occurrences(rec, after=now, count=count)]
-    return recurrence.business.first_runs(rec, business, now, count)
+    return [r.when for r in calendar_store.upcoming(sch, now, count) if r.when is not None]
 
 
 def list_schedules(s: Session) -> list[Schedule]:

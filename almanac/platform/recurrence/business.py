@@ -62,6 +62,12 @@ def detach(stored: str) -> tuple[str, Business | None]:
     return head, Business(BusinessCalendar.from_json(json.loads(snapshot)), policy)
 
 
+def why_closed(cal: BusinessCalendar, day: date) -> str | None:
+    """None for a business day, else why not; a year the holiday library does not cover says so
+    ("holidays unknown for 2101") rather than raising."""
+    return _why_not(cal, day)
+
+
 def describe_with(description: str, business: Business | None) -> str:
     """A rule's description with the calendar it runs under."""
     if business is None:
@@ -192,4 +198,4 @@ def business_of(calendar: BusinessCalendar | None, policy: str) -> Business | No
 
 
 __all__ = ["Business", "LINE", "POLICIES", "attach", "business_of", "describe_with", "detach", "first_runs", "next_run_after",
-           "runs", "runs_between", "runs_by_day"]
+           "runs", "runs_between", "runs_by_day", "why_closed"]

@@ -8,7 +8,7 @@ from fastapi import BackgroundTasks, Query, Response
 from pydantic import TypeAdapter
 
 from almanac import jsonsafe
-from almanac.platform import batch, recurrence, service
+from almanac.platform import batch, calendar_store, recurrence, service
 from almanac.platform.models import Schedule
 from almanac.web.api.schemas_batch import ScheduleBatchIn, ScheduleBatchOut
 from almanac.web.api.schemas_scheduler import NextOut, calendar_notes, ScheduleIn, ScheduleOut, SchedulePatch
@@ -141,6 +141,6 @@ def next_dates(schedule_id: int, session: TenantSession, services: ServicesDep,
                count: int = Query(default=10, ge=1, le=50)) -> NextOut:
     sch = service.get_schedule(session, schedule_id)
     now = services.clock.now()
-    rolled = service.next_rolled(sch, now, count)
+    rolled = calendar_store.upcoming(sch, now, count)
     return NextOut(next=[r.when for r in rolled if r.when is not None and r.when >= now],
                    calendar_notes=calendar_notes(rolled))

@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from almanac.errors import AlmanacError, Forbidden
 from almanac.platform import calendar_store
 from almanac.platform.recurrence.calendars import WEEKDAY_NAMES, BusinessCalendar
-from almanac.platform.recurrence.roll import _why_not
+from almanac.platform.recurrence.business import why_closed
 from almanac.web.audit import audit
 from almanac.web.views.common import PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db
 
@@ -41,7 +41,7 @@ def months_ahead(cal: BusinessCalendar, today: date) -> list[Month]:
                 if day.month != month:
                     row.append(None)
                     continue
-                why = _why_not(cal, day)
+                why = why_closed(cal, day)
                 row.append((day.day, why))
                 if why is not None and why != "weekend":
                     excluded.append((day, why))
