@@ -190,12 +190,5 @@ class _Walk:
         return max(when + _TICK, midnight)
 
 
-def business_of(calendar: BusinessCalendar | None, policy: str) -> Business | None:
-    """A Business for a calendar and policy name (ValidationError for an unknown policy)."""
-    if calendar is None:
-        return None
-    return Business(calendar, check_policy(policy))
-
-
-__all__ = ["Business", "LINE", "POLICIES", "attach", "business_of", "describe_with", "detach", "first_runs", "next_run_after",
+__all__ = ["Business", "LINE", "POLICIES", "attach", "describe_with", "detach", "first_runs", "next_run_after",
            "runs", "runs_between", "runs_by_day", "why_closed"]
