@@ -30,7 +30,7 @@ from .model import MAX_INPUT_BYTES, Recurrence, Rule, freq_rank
 from .occurrences import Shift, gap_shifts, occurrences, to_instant, to_wall
 from .parse_cron import looks_like_cron, parse_cron
 from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
-from .parse_text import parse_text
+from .parse_text import TextRule, parse_text
 from .words import english_refusal
 from .zones import get_zone, utc_key
 
@@ -82,6 +82,11 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
 def _from_english(text: str, timezone: str, zone: ZoneInfo, anchor: datetime, start: datetime | None,
                   now: datetime) -> Recurrence:
     said = parse_text(text, to_wall(now, zone))
+    return replace(_english_rules(said, timezone, zone, anchor, start), calendar=said.calendar)
+
+
+def _english_rules(said: TextRule, timezone: str, zone: ZoneInfo, anchor: datetime,
+                   start: datetime | None) -> Recurrence:
     if said.once is not None and said.once.tzinfo is not None:  # "once on ... UTC"
         return _build("text", "UTC", said.once.replace(tzinfo=None), [], [said.once, *said.rdates], said.exdates)
     if said.once is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
 FREQS = ("YEARLY", "MONTHLY", "WEEKLY", "DAILY", "HOURLY", "MINUTELY", "SECONDLY")
 WEEKDAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
@@ -57,6 +58,15 @@ class Rule:
 
 
 @dataclass(frozen=True)
+class CalendarClause:
+    """A business calendar an English rule names, and what a non-business day does to an
+    occurrence. `name` None is the tenant's default calendar ("every business day")."""
+
+    name: str | None
+    policy: Literal["skip", "before", "after"]
+
+
+@dataclass(frozen=True)
 class Recurrence:
     """A parsed recurrence; build it with `parse()` or `load()`.
 
@@ -74,6 +84,8 @@ class Recurrence:
     rdates: tuple[datetime, ...] = ()
     exdates: tuple[datetime, ...] = ()
     start_wall: datetime = field(default=datetime(1970, 1, 1))
+    # Not in `canonical`: the schedule keeps the calendar in its own fields.
+    calendar: CalendarClause | None = None
 
     @property
     def rule(self) -> Rule | None:

@@ -45,8 +45,9 @@ _WEEKDAYS = tuple((0, i) for i in range(5))
 _WEEKEND = ((0, 5), (0, 6))
 
 
-def read_rules(chunk: str) -> tuple[list[Rule], dict[str, int]]:
-    """The rules `chunk` says, and the DTSTART rounding; or Refusal."""
+def read_rules(chunk: str) -> tuple[list[Rule], dict[str, int], str | None]:
+    """The rules `chunk` says, the DTSTART rounding, and the business-day policy its head
+    names ("every business day": skip); or Refusal."""
     d = Draft()
     pos = _lead(chunk, d)
     pos = _head(chunk, pos, d)
@@ -58,7 +59,8 @@ def read_rules(chunk: str) -> tuple[list[Rule], dict[str, int]]:
                 break
         else:
             raise Refusal(f"Cannot understand {chunk[pos:].strip()[:40]!r}.", pos, len(chunk))
-    return finish(d, chunk)
+    rules, align = finish(d, chunk)
+    return rules, align, d.policy
 
 
 def _m(pattern: str, chunk: str, pos: int) -> re.Match[str] | None:
@@ -175,6 +177,23 @@ def _h_weekdays(m: re.Match[str], d: Draft) -> None:
     d.parts["byday"] = _WEEKEND if "weekend" in m.group(0) else _WEEKDAYS
 
 
+def _h_business_days(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.parts["byday"], d.policy = "WEEKLY", _WEEKDAYS, "skip"
+
+
+def _h_edge_business_day(m: re.Match[str], d: Draft) -> None:
+    """"the last business day of every month": the last weekday, moved back to the business day
+    before when the calendar closes it (the first: forward). Exact only at the ends of the month:
+    "the 2nd business day" would need the count to skip holidays, which no RRULE can say."""
+    which = read_ordinal(m.group(1))
+    if which not in (1, -1):
+        raise Refusal("Only the first or the last business day of a month can be named; "
+                      "say 'the first business day of every month'.", m.start(1), m.end(1))
+    d.freq, d.interval = "MONTHLY", _every(m.group(2))
+    d.parts["byday"], d.parts["bysetpos"] = _WEEKDAYS, (which,)
+    d.policy = "after" if which == 1 else "before"
+
+
 def _h_days(m: re.Match[str], d: Draft) -> None:
     d.freq, d.parts["byday"] = "WEEKLY", _days(m.group(1))
 
@@ -246,6 +265,8 @@ _OF_MONTHS = r" of (?:every|each|the) (?:(\d+|other) )?months?"
 _OF_NAMED = rf" of ({_LIST.format(item=_MONTH_ITEM)})"
 _THE = r"(?:on )?(?:the )?"  # "the last Friday of every month", and without "the" as people type it
 _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
+    (rf"{_THE}({ORDINAL_RE}) business days?{_OF_MONTHS}", _h_edge_business_day),
+    (r"(?:every|each|on) business days?|business days", _h_business_days),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) weekdays?{_OF_MONTHS}", _h_nth_weekday),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_MONTHS}", _h_nth_day),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE + ' ' + DAY)}){_OF_MONTHS}", _h_nth_days),
