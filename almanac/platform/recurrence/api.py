@@ -19,7 +19,7 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from almanac.errors import InvalidRule, ValidationError
+from almanac.errors import InvalidRule, NeverFires, ValidationError
 
 from .analysis import ensure_fires, ensure_min_interval
 from .static import static_reason
@@ -193,6 +193,17 @@ def _instants(dates: list[datetime], zone: ZoneInfo) -> tuple[datetime, ...]:
     return tuple(unique[k] for k in sorted(unique))
 
 
+def _ensure_fires(rec: Recurrence, after: datetime) -> None:
+    """`after`: a start in a DST gap fires later than its wall time says. A rule typed in English
+    hears why it never fires in English, not in the RRULE parts it became."""
+    try:
+        ensure_fires(rec, after)
+    except NeverFires as exc:
+        if rec.input_kind != "text":
+            raise
+        raise NeverFires(english_refusal(exc.message), details=exc.details) from None
+
+
 @lru_cache(maxsize=4096)
 def load(canonical: str, input_kind: str = "rrule") -> Recurrence:
     """Re-create a Recurrence from its stored canonical text (cached)."""
@@ -215,7 +226,7 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
         if start is not None:
             zone = get_zone(rec.timezone)
             after = max(after, to_instant(to_wall(start, zone), zone))
-        ensure_fires(rec, after)  # `after`: a start in a DST gap fires later than its wall time says
+        _ensure_fires(rec, after)
         ensure_min_interval(rec, now, min_interval_s)
         found = occurrences(rec, after=after, count=count)
         shifts = gap_shifts(rec, found)

@@ -25,6 +25,7 @@ from .model import CalendarClause, Rule
 from .parse_rrule import fail
 from .text_build import Refusal
 from .text_grammar import MONTH, read_rules
+from .text_hints import with_hint
 from .words import MONTH_NAMES, TIME_RE, read_time
 
 _ZONE_SUFFIX = re.compile(r"^\([A-Za-z_]+(?:/[A-Za-z0-9_+-]+)*\)$")
@@ -82,7 +83,23 @@ class Phrase:
 
 
 def parse_text(text: str, now_wall: datetime) -> TextRule:
-    """The rules (or one-off) an English phrase describes, or InvalidRule."""
+    """The rules (or one-off) an English phrase describes, or InvalidRule naming the words it
+    could not use and, where it finds one, the phrasing it would accept."""
+    try:
+        return _parse_text(text, now_wall)
+    except InvalidRule as err:
+        raise with_hint(err, text, lambda candidate: _accepts(candidate, now_wall)) from None
+
+
+def _accepts(text: str, now_wall: datetime) -> bool:
+    try:
+        _parse_text(text, now_wall)
+    except InvalidRule:
+        return False
+    return True
+
+
+def _parse_text(text: str, now_wall: datetime) -> TextRule:
     phrase = Phrase(text)
     out = TextRule(now_wall=now_wall)
     clean, tail = _calendar_tail(phrase)

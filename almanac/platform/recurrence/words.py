@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Callable
 
 DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
@@ -117,10 +118,49 @@ def _value_words(match: re.Match[str]) -> str:
     return f"{noun.capitalize()} {value}{_OF.get(key, '')}" if noun else PART_WORDS[key][0].capitalize()
 
 
+_RRULE_DAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+_FREQ_UNITS = {"YEARLY": "year", "MONTHLY": "month", "WEEKLY": "week", "DAILY": "day",
+               "HOURLY": "hour", "MINUTELY": "minute", "SECONDLY": "second"}
+
+
+def _steps(m: re.Match[str]) -> str:
+    unit = _FREQ_UNITS.get(m.group(1), "period")
+    return f"Every {unit}" if m.group(2) == "1" else f"Every {m.group(2)} {unit}s"
+
+
+def _no_such_day(m: re.Match[str]) -> str:
+    day = int(m.group(1))
+    which = ordinal(day) if day > 0 else f"{ordinal(-day)} last day"
+    return f"{month_name(int(m.group(2)))} has no {which}: it has at most {m.group(3)} days."
+
+
+# Whole sentences of the RRULE checks, said as a person would; what is left is worded part by part.
+_SENTENCES: tuple[tuple[str, Callable[[re.Match[str]], str]], ...] = (
+    (r"BYMONTHDAY=(-?\d+) with BYMONTH=(\d+) never happens: \w+ has at most (\d+) days\.",
+     _no_such_day),
+    (r"BYDAY=(-?\d+)([A-Z]{2})",
+     lambda m: f"the {ordinal(int(m.group(1)))} {day_name(_RRULE_DAYS.index(m.group(2)))}"),
+    (r"BYSETPOS=(-?\d+) asks for",
+     lambda m: f"'only the {ordinal(int(m.group(1)))} occurrence' asks for"),
+    (r"With FREQ=(\w+);INTERVAL=(\d+)(?: from DTSTART)?", lambda m: _steps(m) + " from"
+     if m.group(0).endswith("DTSTART") else _steps(m)),
+    (r"never BYMONTH=([\d,]+)",
+     lambda m: "never " + join([month_name(int(x)) for x in m.group(1).split(",")])),
+    (r"which BYDAY does not allow", lambda m: "which its weekdays do not allow"),
+    (r"that the BY parts allow", lambda m: "that the rule names"),
+    (r"ended at UNTIL \(([^)]*)\)", lambda m: f"ended on {m.group(1)}"),
+    (r"UNTIL \(([^)]*)\)", lambda m: f"the end ({m.group(1)})"),
+    (r" \(COUNT=\d+\)", lambda m: ""),
+)
+
+
 def english_refusal(message: str) -> str:
     """An RRULE-worded refusal in the words of an English rule (a message without RRULE terms is kept)."""
+    text = message
+    for pattern, words in _SENTENCES:
+        text = re.sub(pattern, words, text)
     parts = "|".join(PART_WORDS)
-    text = re.sub(rf"\b({parts})=(-?\w+)", _value_words, message)
+    text = re.sub(rf"\b({parts})=(-?\w+)", _value_words, text)
     text = re.sub(r"with FREQ=(\w+)", lambda m: f"with {_FREQ_WORDS.get(m.group(1), 'this')} rule", text)
     text = re.sub(r"FREQ=(\w+)", lambda m: f"{_FREQ_WORDS.get(m.group(1), 'this')} rule", text)
     text = re.sub(rf"\b({parts})\b", lambda m: PART_WORDS[m.group(1)][0], text)
