@@ -156,6 +156,17 @@ def _h_nth_weekday(m: re.Match[str], d: Draft) -> None:
     d.parts["bysetpos"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
 
 
+def _h_once_per(m: re.Match[str], d: Draft) -> None:
+    """"once a week": every week, on the defaults (Monday, the 1st, January 1st, 00:00)."""
+    d.freq = UNIT_FREQ[m.group(1)]
+
+
+def _h_day_number(m: re.Match[str], d: Draft) -> None:
+    """Outlook's "day 15 of every month"."""
+    d.freq, d.interval = "MONTHLY", _every(m.group(2))
+    d.parts["bymonthday"] = tuple(int(x) for x in split_list(m.group(1)))
+
+
 def _h_nth_day(m: re.Match[str], d: Draft) -> None:
     d.freq, d.interval = "MONTHLY", _every(m.group(2))
     d.parts["bymonthday"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
@@ -221,6 +232,7 @@ def _h_every(m: re.Match[str], d: Draft) -> None:
         d.interval = int(float(amount) * factor)
         d.sub_unit = unit
     else:
+        amount = re.sub(r"(?<=\d)(st|nd|rd|th)$", "", amount)  # "every 3rd day"
         d.interval = _number(amount, m.start(1), m.end(1)) if m.group(1) else 1
     d.freq = UNIT_FREQ[unit]
 
@@ -263,7 +275,8 @@ def _h_nth_weekday_of_named_months(m: re.Match[str], d: Draft) -> None:
 
 _OF_MONTHS = r" of (?:every|each|the) (?:(\d+|other) )?months?"
 _OF_NAMED = rf" of ({_LIST.format(item=_MONTH_ITEM)})"
-_THE = r"(?:on )?(?:the )?"  # "the last Friday of every month", and without "the" as people type it
+# "the last Friday of every month", and as people type it: without "the", "every last Friday of the month"
+_THE = r"(?:on |every |each )?(?:the )?"
 _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
     (rf"{_THE}({ORDINAL_RE}) business days?{_OF_MONTHS}", _h_edge_business_day),
     (r"(?:every|each|on) business days?|business days", _h_business_days),
@@ -273,6 +286,8 @@ _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_MONTHS}", _h_nth_list_day),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_NAMED}", _h_nth_weekday_of_named_months),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_NAMED}", _h_nth_day_of_named_months),
+    (rf"(?:on )?days? ({_NUMS}){_OF_MONTHS}", _h_day_number),
+    (r"once (?:a|per) (week|month|year)", _h_once_per),
     (r"(?:every|each|on) (?:weekday|weekend)s?|weekdays|weekends", _h_weekdays),
     (rf"(?:every|each|on) ({_LIST.format(item=_DAY_ITEM)})", _h_days),
     (rf"(?:every|each) (other|second|third|fourth|\d+(?:st|nd|rd|th)?) ({_LIST.format(item=DAY)})",
@@ -283,7 +298,8 @@ _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
     (r"bi-?weekly|bi-?monthly", _h_ambiguous),
     (r"every fortnight|every quarter|yearly|annually|monthly|weekly|daily|hourly|quarterly"
      r"|fortnightly", _h_adverb),
-    (rf"(?:every|each) (?:({_N}) )?({_UNIT})", _h_every),
+    # "every 3rd day" as rrule's "every third day"; "every 2nd week" stays refused (which week?)
+    (rf"(?:every|each) (?:({_N}|\d+(?:st|nd|rd|th)(?= days?\b)) )?({_UNIT})", _h_every),
 ]
 
 
@@ -356,7 +372,9 @@ def _c_ordinals(chunk: str, pos: int, d: Draft) -> int | None:
     if not m:
         return None
     values = tuple(read_ordinal(x) for x in split_list(m.group(2)))
-    noun, scope = (m.group(3) or "day").rstrip("s"), m.group(4) or "month"
+    noun = (m.group(3) or "day").rstrip("s")
+    # "every year on the 100th day" counts in the year; "every year on the 5th" is still a month day
+    scope = m.group(4) or ("year" if d.freq == "YEARLY" and m.group(3) else "month")
     key = "byweekno" if noun == "week" else "byyearday" if scope == "year" else "bymonthday"
     d.parts[key] = values
     return m.end()
@@ -475,6 +493,23 @@ def _c_except(chunk: str, pos: int, d: Draft) -> int | None:
                   "months can follow 'except'.", m.end(), len(chunk))
 
 
+def _c_day_numbers(chunk: str, pos: int, d: Draft) -> int | None:
+    """Google Calendar's "monthly on day 20"."""
+    m = _m(rf" on days? ({_NUMS})(?![0-9a-z:])", chunk, pos)
+    if not m or d.freq != "MONTHLY":
+        return None
+    d.parts["bymonthday"] = tuple(int(x) for x in split_list(m.group(1)))
+    return m.end()
+
+
+def _c_weekday_note(chunk: str, pos: int, d: Draft) -> int | None:
+    """Google Calendar's "every weekday (Monday to Friday)": says nothing new."""
+    m = _m(r" \((?:monday|mon)(?: to |-| - )(?:friday|fri)\)", chunk, pos)
+    if not m or d.parts.get("byday") != _WEEKDAYS:
+        return None
+    return m.end()
+
+
 def _c_on_the_hour(chunk: str, pos: int, d: Draft) -> int | None:
     """"every hour on the hour": at minute 0."""
     m = _m(r" on the hour(?![a-z])", chunk, pos)
@@ -485,6 +520,6 @@ def _c_on_the_hour(chunk: str, pos: int, d: Draft) -> int | None:
 
 
 CLAUSES: list[Callable[[str, int, Draft], int | None]] = [
-    _c_on_the_hour, _c_date, _c_months, _c_last_weekday, _c_days, _c_ordinals, _c_at_times, _c_span,
+    _c_on_the_hour, _c_day_numbers, _c_weekday_note, _c_date, _c_months, _c_last_weekday, _c_days, _c_ordinals, _c_at_times, _c_span,
     _c_numbers, _c_setpos, _c_count, _c_until, _c_wkst, _c_every_day, _c_except,
 ]

@@ -38,7 +38,7 @@ _REORDERS = (
     (rf"^every (\d+) ({_DAY})s?", r"every \1 weeks on \2"),
     (r"\bat (\d{1,2})\.(\d{2})\b", r"at \1:\2"),
     (r"\bat (\d{1,2}) ?o'?clock\b", r"at \1"),
-    (r"\bevery (\d+)(?:st|nd|rd|th) of (?:the|every|each) month", r"on the \1th of every month"),
+    (r"^(.+?),? (?:every|each) (year|month|week|day)$", r"every \2 \1"),
 )
 _MAX_QUOTED = 60
 
@@ -74,8 +74,9 @@ def suggest(text: str, start: int, length: int, accepts: Callable[[str], bool]) 
         reordered = re.sub(pattern, replacement, reordered)
     candidates.append(reordered)
     without = " ".join((text[:start] + " " + text[start + length:]).lower().split()).strip(" ,")
-    if without and start > 0 and len(text[start:start + length].split()) == 1:
-        candidates.append(without)  # one stray word left out ("every day at 9 please")
+    stray = len(text[start:start + length].split()) == 1 and not text[start + length:].strip()
+    if without and start > 0 and stray:
+        candidates.append(without)  # one stray last word left out ("every day at 9 please")
     for candidate in dict.fromkeys(candidates):
         if candidate != plain and accepts(candidate):
             return _shown(candidate)
