@@ -489,8 +489,8 @@ def _c_except(chunk: str, pos: int, d: Draft) -> int | None:
         return months.end()
     if not chunk[m.end():].strip():
         raise Refusal("'except' needs weekdays or months after it.", m.start(), m.end())
-    raise Refusal(f"Cannot leave out {chunk[m.end():].strip()[:30]!r}: only weekdays and "
-                  "months can follow 'except'.", m.end(), len(chunk))
+    raise Refusal(f"Cannot leave out {chunk[m.end():].strip()[:30]!r}: only weekdays, "
+                  "months or, at the end, holidays can follow 'except'.", m.end(), len(chunk))
 
 
 def _c_day_numbers(chunk: str, pos: int, d: Draft) -> int | None:

@@ -39,6 +39,7 @@ _REORDERS = (
     (r"\bat (\d{1,2})\.(\d{2})\b", r"at \1:\2"),
     (r"\bat (\d{1,2}) ?o'?clock\b", r"at \1"),
     (r"^(.+?),? (?:every|each) (year|month|week|day)$", r"every \2 \1"),
+    (r"^(.+ business days?\b.*?) ((?:in|for) .+?) (at [^,;]+)$", r"\1 \3 \2"),  # calendar words last
 )
 _MAX_QUOTED = 60
 
@@ -79,7 +80,7 @@ def suggest(text: str, start: int, length: int, accepts: Callable[[str], bool]) 
         candidates.append(without)  # one stray last word left out ("every day at 9 please")
     for candidate in dict.fromkeys(candidates):
         if candidate != plain and accepts(candidate):
-            return _shown(candidate)
+            return _shown(candidate, text)
     return None
 
 
@@ -94,7 +95,11 @@ def _mend_spelling(text: str) -> str:
     return " ".join(out)
 
 
-def _shown(text: str) -> str:
-    """Day and month names capitalized, as `describe` writes them."""
+def _shown(text: str, typed: str) -> str:
+    """Day and month names capitalized, as `describe` writes them; other words as they were typed
+    ("in Germany" stays "Germany")."""
+    cases = {word.lower(): word for word in typed.split()}
+    text = " ".join(cases.get(word, word) for word in text.split(" "))
     names = "|".join(DAY_NAMES + MONTH_NAMES)
-    return re.sub(rf"\b({names})(s?)\b", lambda m: m.group(1).capitalize() + m.group(2), text)
+    return re.sub(rf"\b({names})(s?)\b", lambda m: m.group(1).capitalize() + m.group(2), text,
+                  flags=re.IGNORECASE)

@@ -27,6 +27,9 @@ HINT = re.compile(r'Did you mean "([^"]+)"\?')
     ("every satruday at noon", "satruday", "every Saturday at noon"),
     ("every 2 months in march starting", "starting", "every 2 months in March"),
     ("every day in decmber at 8", "in decmber at 8", "every day in December at 8"),
+    ("on december 25 at 7am every year", "december", "every year on December 25 at 7am"),
+    ("the last business day of every month in Germany at 17:00", "in germany at 17:00",
+     "the last business day of every month at 17:00 in Germany"),
 ], ids=lambda v: v if " " not in v else None)
 def test_a_refusal_quotes_the_words_and_suggests_the_nearest_phrasing(text: str, words: str,
                                                                       meant: str) -> None:
