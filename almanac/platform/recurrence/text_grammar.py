@@ -9,7 +9,10 @@ in a list of times are hours on the 24-hour clock ("at 10, 12 and 17");
 "between 9 and 5" reads the smaller end as afternoon (9:00 to 17:00); time
 ranges include both ends; "every 2 hours starting at 9am" runs from 9:00 to
 the end of each day; "twice a day" alone is every 12 hours from midnight;
-"biweekly" and "bimonthly" are refused as ambiguous.
+"biweekly" and "bimonthly" are refused as ambiguous. A business-day head
+("every business day", "the last business day of every month") gives weekdays
+and the policy a business calendar applies; the calendar itself is read by
+`parse_text`, from the end of the phrase.
 """
 
 from __future__ import annotations
@@ -19,15 +22,12 @@ from typing import Callable
 
 from .model import Rule
 from .text_build import Draft, Refusal, finish
-from .words import (DAY_NAMES, MONTH_NAMES, ORDINAL_RE, TIME_RE, UNIT_FREQ, WORD_NUMBERS,
-                    read_ordinal, read_time, split_list)
+from .words import (DAY, MONTH, ORDINAL_RE, RANGE_TO as _TO, TIME_RE, UNIT_FREQ, WEEKDAY_PAIRS as _WEEKDAYS,
+                    WEEKEND_PAIRS as _WEEKEND, WORD_NUMBERS, day_index, month_index, read_days as _days,
+                    read_months as _months, read_ordinal, read_time, split_list)
 
-DAY = (r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?"
-       r"|mon|tues?|wed|thu|thur|thurs|fri|sat|sun)")
-MONTH = r"(?:" + "|".join(MONTH_NAMES) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
 _SEP = r"(?:,\s*|\s+and\s+|,\s+and\s+|\s*&\s*)"
 _LIST = r"(?:{item})(?:" + _SEP + r"(?:{item}))*"
-_TO = r"(?:\s*-\s*|\s+to\s+|\s+through\s+|\s+thru\s+|\s+until\s+)"
 _DAY_ITEM = rf"(?:{DAY}{_TO}{DAY}|{DAY})"
 _MONTH_ITEM = rf"(?:{MONTH}{_TO}{MONTH}|{MONTH})"
 _UNIT = r"(?:year|month|week|day|hour|minute|second)s?"
@@ -41,8 +41,6 @@ _ADVERBS = {"yearly": ("YEARLY", 1), "annually": ("YEARLY", 1), "monthly": ("MON
             "quarterly": ("MONTHLY", 3), "fortnightly": ("WEEKLY", 2),
             "every fortnight": ("WEEKLY", 2), "every quarter": ("MONTHLY", 3)}
 _SMALLER = {"hour": ("minute", 60), "minute": ("second", 60)}
-_WEEKDAYS = tuple((0, i) for i in range(5))
-_WEEKEND = ((0, 5), (0, 6))
 
 
 def read_rules(chunk: str) -> tuple[list[Rule], dict[str, int], str | None]:
@@ -73,44 +71,6 @@ def _number(word: str, start: int, end: int) -> int:
     if not word.isdigit() or int(word) < 1:
         raise Refusal(f"{word!r} is not a whole number of 1 or more.", start, end)
     return int(word)
-
-
-def day_index(word: str) -> int:
-    word = word.rstrip("s") if word.endswith("days") else word
-    return next(i for i, d in enumerate(DAY_NAMES) if d.startswith(word[:3]))
-
-
-def month_index(word: str) -> int:
-    return next(i + 1 for i, m in enumerate(MONTH_NAMES) if m.startswith(word[:3]))
-
-
-def _days(text: str) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    for item in split_list(text):
-        item = item.removeprefix("the ")
-        if item in ("weekdays", "weekday"):
-            out += _WEEKDAYS
-        elif item in ("weekends", "weekend"):
-            out += _WEEKEND
-        elif m := re.fullmatch(rf"({DAY}){_TO}({DAY})", item):
-            a, b = day_index(m.group(1)), day_index(m.group(2))
-            out += [(0, (a + k) % 7) for k in range((b - a) % 7 + 1)]
-        elif m := re.fullmatch(rf"({ORDINAL_RE}) ({DAY})", item):
-            out.append((read_ordinal(m.group(1)), day_index(m.group(2))))
-        else:
-            out.append((0, day_index(item)))
-    return tuple(sorted(set(out)))
-
-
-def _months(text: str) -> tuple[int, ...]:
-    out: set[int] = set()
-    for item in split_list(text):
-        if m := re.fullmatch(rf"({MONTH}){_TO}({MONTH})", item):
-            a, b = month_index(m.group(1)), month_index(m.group(2))
-            out |= {(a - 1 + k) % 12 + 1 for k in range((b - a) % 12 + 1)}
-        else:
-            out.add(month_index(item))
-    return tuple(sorted(out))
 
 
 # ---------------------------------------------------------------- head

@@ -92,6 +92,52 @@ def read_time(text: str) -> tuple[int, int, int] | None:
     return h, mi, s
 
 
+DAY = (r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?"
+       r"|mon|tues?|wed|thu|thur|thurs|fri|sat|sun)")
+MONTH = r"(?:" + "|".join(MONTH_NAMES) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+RANGE_TO = r"(?:\s*-\s*|\s+to\s+|\s+through\s+|\s+thru\s+|\s+until\s+)"
+WEEKDAY_PAIRS = tuple((0, i) for i in range(5))  # BYDAY (ordinal, weekday) pairs, Monday to Friday
+WEEKEND_PAIRS = ((0, 5), (0, 6))
+
+
+def day_index(word: str) -> int:
+    word = word.rstrip("s") if word.endswith("days") else word
+    return next(i for i, d in enumerate(DAY_NAMES) if d.startswith(word[:3]))
+
+
+def month_index(word: str) -> int:
+    return next(i + 1 for i, m in enumerate(MONTH_NAMES) if m.startswith(word[:3]))
+
+
+def read_days(text: str) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for item in split_list(text):
+        item = item.removeprefix("the ")
+        if item in ("weekdays", "weekday"):
+            out += WEEKDAY_PAIRS
+        elif item in ("weekends", "weekend"):
+            out += WEEKEND_PAIRS
+        elif m := re.fullmatch(rf"({DAY}){RANGE_TO}({DAY})", item):
+            a, b = day_index(m.group(1)), day_index(m.group(2))
+            out += [(0, (a + k) % 7) for k in range((b - a) % 7 + 1)]
+        elif m := re.fullmatch(rf"({ORDINAL_RE}) ({DAY})", item):
+            out.append((read_ordinal(m.group(1)), day_index(m.group(2))))
+        else:
+            out.append((0, day_index(item)))
+    return tuple(sorted(set(out)))
+
+
+def read_months(text: str) -> tuple[int, ...]:
+    out: set[int] = set()
+    for item in split_list(text):
+        if m := re.fullmatch(rf"({MONTH}){RANGE_TO}({MONTH})", item):
+            a, b = month_index(m.group(1)), month_index(m.group(2))
+            out |= {(a - 1 + k) % 12 + 1 for k in range((b - a) % 12 + 1)}
+        else:
+            out.add(month_index(item))
+    return tuple(sorted(out))
+
+
 def split_list(text: str) -> list[str]:
     """'a, b and c' -> ['a', 'b', 'c']."""
     return [p.strip() for p in re.split(r",\s*|\s+and\s+|\s*&\s*", text) if p.strip()]
