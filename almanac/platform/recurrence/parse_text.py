@@ -121,6 +121,7 @@ _CALENDAR_TAIL = re.compile(
     r"|next business day|business day after|following business day)"
     r"(?: if (?:it is|it's|that is|that's) not a business day)?)"
     r"(?: (?:in|of|for) (.+))?$")
+_TAIL_CHARS = 200
 _PLACE_TAIL = re.compile(r" (?:in|for) (.+)$")
 _NAMED = re.compile(r"the \"?([a-z0-9][a-z0-9_.-]{0,63})\"? calendar")
 _CALENDAR_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -136,14 +137,15 @@ class _Tail:
 def _calendar_tail(phrase: Phrase) -> tuple[str, _Tail | None]:
     """The phrase without its calendar words, and what they said."""
     clean = phrase.clean
-    m = _CALENDAR_TAIL.search(clean)
+    near_end = max(0, len(clean) - _TAIL_CHARS)  # the words are at the end: a 4 KiB phrase is not rescanned
+    m = _CALENDAR_TAIL.search(clean, near_end)
     if m:
         where = m.group(1) or ""
         policy = "before" if "before" in where or "prev" in where or "preced" in where else \
             "after" if where else "skip"
         name = _calendar_name(phrase, m.start(2), m.end(2)) if m.group(2) else None
         return clean[:m.start()], _Tail(policy, name, m.start())
-    m = _PLACE_TAIL.search(clean)  # "the last business day of every month in Germany"
+    m = _PLACE_TAIL.search(clean, near_end)  # "the last business day of every month in Germany"
     if m and "business day" in clean[:m.start()] and place_code(m.group(1)):
         return clean[:m.start()], _Tail(None, place_code(m.group(1)), m.start())
     return clean, None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from functools import lru_cache
 from typing import Callable
 
 from almanac.errors import InvalidRule
@@ -42,6 +43,7 @@ _REORDERS = (
     (r"^(.+ business days?\b.*?) ((?:in|for) .+?) (at [^,;]+)$", r"\1 \3 \2"),  # calendar words last
 )
 _MAX_QUOTED = 60
+MAX_HINTED_CHARS = 200
 
 
 def with_hint(err: InvalidRule, text: str, accepts: Callable[[str], bool]) -> InvalidRule:
@@ -50,7 +52,7 @@ def with_hint(err: InvalidRule, text: str, accepts: Callable[[str], bool]) -> In
     start, length = int(details.get("position", 0)), int(details.get("length", len(text)))
     words = text[start:start + length].strip() or text.strip()
     if len(words) > _MAX_QUOTED:
-        words = words[:_MAX_QUOTED - 3] + "..."
+        words = words[:_MAX_QUOTED - 1] + "…"
     reason = err.message
     if reason.startswith("Cannot understand '"):
         reason = ""  # the quoted words already say it
@@ -64,7 +66,10 @@ def with_hint(err: InvalidRule, text: str, accepts: Callable[[str], bool]) -> In
 
 
 def suggest(text: str, start: int, length: int, accepts: Callable[[str], bool]) -> str | None:
-    """The nearest phrase `accepts` takes, from the person's words, or None."""
+    """The nearest phrase `accepts` takes, from the person's words, or None. A phrase longer than
+    anyone types as a rule gets none: mending each of 4 KiB of words would take the preview's time."""
+    if len(text) > MAX_HINTED_CHARS:
+        return None
     plain = " ".join(text.lower().split())
     mended = _mend_spelling(plain)
     candidates = [mended]
@@ -89,10 +94,15 @@ def _mend_spelling(text: str) -> str:
     for word in text.split(" "):
         m = re.fullmatch(r"([a-z][a-z'-]*)([,.]?)", word)
         if m and m.group(1) not in VOCABULARY:
-            near = difflib.get_close_matches(m.group(1), VOCABULARY, n=1, cutoff=0.75)
-            word = (near[0] if near else m.group(1)) + m.group(2)
+            word = _nearest(m.group(1)) + m.group(2)
         out.append(word)
     return " ".join(out)
+
+
+@lru_cache(maxsize=1024)
+def _nearest(word: str) -> str:
+    near = difflib.get_close_matches(word, VOCABULARY, n=1, cutoff=0.75)
+    return near[0] if near else word
 
 
 def _shown(text: str, typed: str) -> str:

@@ -11,6 +11,8 @@ import pytest
 
 from almanac.errors import AlmanacError, InvalidRule, NeverFires
 from almanac.platform.recurrence.api import parse, preview
+from almanac.platform.recurrence.model import MAX_INPUT_BYTES
+from almanac.platform.recurrence.text_hints import MAX_HINTED_CHARS
 
 NOW = datetime(2026, 11, 20, 10, 7, tzinfo=timezone.utc)
 RRULE_TERMS = re.compile(r"\b(FREQ|BY[A-Z]+|COUNT|INTERVAL|UNTIL|WKST|DTSTART|RRULE)\b")
@@ -80,3 +82,14 @@ def test_english_refusals_never_speak_rrule(text: str, words: str) -> None:
 def test_an_rrule_never_firing_is_still_told_in_rrule_terms() -> None:
     with pytest.raises(NeverFires, match="BYMONTHDAY=30 with BYMONTH=2"):
         preview("FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30", "UTC", start=None, now=NOW, count=3)
+
+
+def test_a_phrase_longer_than_a_rule_is_refused_without_a_suggestion() -> None:
+    # mending every word of 4 KiB would take longer than a preview may; the words are still quoted
+    text = ("every " + "tuesdy " * 600)[:MAX_INPUT_BYTES - 1]
+    with pytest.raises(InvalidRule) as refused:
+        parse(text, "UTC", now=NOW)
+    assert refused.value.message.startswith('Could not use "tuesdy"')
+    assert "Did you mean" not in refused.value.message
+    short = "every " + "tuesdy " * 3 + "at 9"
+    assert len(short) <= MAX_HINTED_CHARS
