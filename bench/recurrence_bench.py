@@ -5,6 +5,12 @@ Run: python bench/recurrence_bench.py [--repeat N]
 For each rule: our preview (parse + never-fires + too-frequent + describe +
 next 10 dates) timed N times (median, p99, max), and python-dateutil asked
 for the same first 10 occurrences in a child process killed after 10 s.
+
+Then the bound: the hostile BY* product family (every value of every BY
+part, with the tenant's 60 s minimum interval and with 1 s) and rules with a
+business calendar (the preview, then the calendar's never-fires check and its
+verdict on the next 10 dates), each with its worst time and its peak memory
+(tracemalloc, one separate run) against the 100 ms a preview may take.
 """
 
 from __future__ import annotations
@@ -19,8 +25,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import tracemalloc  # noqa: E402
+from datetime import date  # noqa: E402
+from typing import Callable  # noqa: E402
+
 from almanac.errors import AlmanacError  # noqa: E402
 from almanac.platform.recurrence import preview  # noqa: E402
+from almanac.platform.recurrence.api import parse  # noqa: E402
+from almanac.platform.recurrence.calendars import BusinessCalendar, ClosedDays  # noqa: E402
+from almanac.platform.recurrence.engine import PREVIEW_STEPS, budget_scope  # noqa: E402
+from almanac.platform.recurrence.occurrences import occurrences  # noqa: E402
+from almanac.platform.recurrence.roll import ensure_fires_with_calendar, roll  # noqa: E402
 
 NOW = datetime(2026, 11, 20, 10, 7, 33, tzinfo=timezone.utc)
 DATEUTIL_CAP_S = 10.0
@@ -73,6 +88,98 @@ HOSTILE = [
     "FREQ=MONTHLY;BYHOUR=" + ",".join(map(str, range(24))) + ";BYMINUTE=" + ",".join(map(str, range(60)))
     + ";BYSECOND=" + ",".join(map(str, range(60))),
 ]
+
+
+BOUND_MS = 100.0
+
+
+def _all(name: str, low: int, high: int) -> str:
+    return f";{name}=" + ",".join(map(str, range(low, high + 1)))
+
+
+_TIMES = _all("BYHOUR", 0, 23) + _all("BYMINUTE", 0, 59) + _all("BYSECOND", 0, 59)
+# Every value of every BY part: the period's product (31 million per year) is walked, never built.
+BY_PRODUCT = [
+    "FREQ=YEARLY" + _all("BYMONTH", 1, 12) + _all("BYMONTHDAY", 1, 31) + _TIMES,
+    "FREQ=YEARLY" + _all("BYMONTH", 1, 12) + _all("BYMONTHDAY", 1, 31) + _TIMES + ";BYSETPOS=-1",
+    "FREQ=YEARLY" + _all("BYMONTH", 1, 12) + _all("BYMONTHDAY", 1, 31) + _TIMES + ";BYSETPOS=1,-1",
+    "FREQ=YEARLY" + _all("BYMONTH", 1, 12) + _all("BYMONTHDAY", 1, 31) + _all("BYHOUR", 0, 23)
+    + _all("BYMINUTE", 0, 59),
+    "FREQ=YEARLY" + _all("BYMONTH", 1, 12) + ";BYMONTHDAY=" + ",".join(
+        str(d) for d in [*range(-31, 0), *range(1, 32)]) + _TIMES,
+    "FREQ=YEARLY;BYMONTH=2;BYMONTHDAY=30" + _TIMES,
+    "FREQ=MONTHLY" + _all("BYMONTHDAY", 1, 31) + _TIMES,
+    "FREQ=YEARLY" + _all("BYYEARDAY", 1, 366) + _TIMES,
+    "FREQ=YEARLY" + _all("BYWEEKNO", 1, 53) + ";BYDAY=MO,TU,WE,TH,FR,SA,SU" + _TIMES,
+]
+# English rules with a business calendar: (phrase, calendar used for an unnamed or tenant one).
+_BAVARIA = BusinessCalendar("bench", "DE", "BY")
+_SHUT = BusinessCalendar("shut", "DE", None, (ClosedDays(date(2026, 11, 1), date(2027, 10, 31)),))
+CALENDAR_RULES = [
+    ("every business day at 8", _BAVARIA),
+    ("every weekday at 9am except holidays in Bavaria, Germany", _BAVARIA),
+    ("the last business day of every month at 17:00 in Germany", _BAVARIA),
+    ("the first business day of every month at 6", _BAVARIA),
+    ("on the 25th of every month at 10, or the business day before if it is not a business day "
+     "in DE-BY", _BAVARIA),
+    ("on the 25th of every month at 10, or the next business day", _BAVARIA),
+    ("every day at 9 except holidays in shut", _SHUT),
+    ("every weekday at 9am, or the next business day in shut", _SHUT),
+    ("every minute except holidays", _SHUT),
+]
+
+
+def _with_calendar(text: str, cal: BusinessCalendar) -> str:
+    """The preview, then what the calendar does: its never-fires check and the next 10 dates."""
+    found = preview(text, "Europe/Berlin", start=None, now=NOW, count=10, min_interval_s=60)
+    rec = parse(text, "Europe/Berlin", now=NOW)
+    assert rec.calendar is not None
+    with budget_scope(PREVIEW_STEPS):
+        ensure_fires_with_calendar(rec, cal, rec.calendar.policy, NOW)
+        rolled = list(roll(occurrences(rec, after=NOW, count=10), cal, rec.calendar.policy))
+    kept = sum(r.action != "skipped" for r in rolled)
+    return f"{len(found.next)} dates, {kept} run"
+
+
+def _worst(call: Callable[[], str], repeat: int) -> tuple[float, int, str]:
+    """Worst time (s) of `repeat` runs after one warm-up, peak bytes of one more, and its outcome."""
+    def once() -> str:
+        try:
+            return call()
+        except AlmanacError as err:
+            return err.code
+    outcome = once()  # warms the caches and the holiday library's country module
+    worst = 0.0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        once()
+        worst = max(worst, time.perf_counter() - started)
+    tracemalloc.start()
+    once()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return worst, peak, outcome
+
+
+def bound(repeat: int) -> None:
+    print(f"\n[bound] worst of {repeat} and peak memory, against {BOUND_MS:.0f} ms")
+    rows: list[tuple[str, Callable[[], str]]] = []
+    for rule in BY_PRODUCT:
+        for minimum in (60, 1):
+            rows.append((f"min {minimum:>2}s {rule[:50]}", lambda r=rule, m=minimum: _preview_outcome(r, m)))
+    for text, cal in CALENDAR_RULES:
+        rows.append((f"calendar {text[:51]}", lambda t=text, c=cal: _with_calendar(t, c)))
+    overall = 0.0
+    for label, call in rows:
+        worst, peak, outcome = _worst(call, repeat)
+        overall = max(overall, worst)
+        verdict = "ok" if worst * 1000 <= BOUND_MS else "OVER"
+        print(f"{label:62} worst {worst * 1000:7.2f}ms  peak {peak / 1024:8.0f} KiB  {verdict:4} {outcome}")
+    print(f"worst of the bound rows: {overall * 1000:.2f} ms (bound {BOUND_MS:.0f} ms)")
+
+
+def _preview_outcome(rule: str, minimum: int) -> str:
+    return f"{len(preview(rule, 'Europe/Berlin', start=None, now=NOW, count=10, min_interval_s=minimum).next)} dates"
 
 
 def _ours(rule: str, repeat: int) -> tuple[list[float], str]:
@@ -144,6 +251,7 @@ def main() -> None:
     print(f"all previews: median {statistics.median(every) * 1000:.2f} ms, "
           f"p99 {every[int(len(every) * 0.99)] * 1000:.2f} ms, max {every[-1] * 1000:.2f} ms "
           f"({len(every)} previews)")
+    bound(max(5, args.repeat // 3))
 
 
 if __name__ == "__main__":

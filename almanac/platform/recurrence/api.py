@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Callable
 from zoneinfo import ZoneInfo
 
-from almanac.errors import InvalidRule, ValidationError
+from almanac.errors import InvalidRule, NeverFires, ValidationError
 
 from .analysis import ensure_fires, ensure_min_interval
 from .business import LINE as CALENDAR_LINE
@@ -33,7 +33,7 @@ from .model import MAX_INPUT_BYTES, Recurrence, Rule, freq_rank
 from .occurrences import Shift, gap_shifts, occurrences, to_instant, to_wall
 from .parse_cron import looks_like_cron, parse_cron
 from .parse_rrule import fail, format_block, looks_like_rrule, parse_block
-from .parse_text import parse_text
+from .parse_text import TextRule, parse_text
 from .roll import Rolled
 from .words import english_refusal
 from .zones import get_zone, utc_key
@@ -89,6 +89,11 @@ def parse(text: str, timezone: str = "UTC", *, start: datetime | None = None,
 def _from_english(text: str, timezone: str, zone: ZoneInfo, anchor: datetime, start: datetime | None,
                   now: datetime) -> Recurrence:
     said = parse_text(text, to_wall(now, zone))
+    return replace(_english_rules(said, timezone, zone, anchor, start), calendar=said.calendar)
+
+
+def _english_rules(said: TextRule, timezone: str, zone: ZoneInfo, anchor: datetime,
+                   start: datetime | None) -> Recurrence:
     if said.once is not None and said.once.tzinfo is not None:  # "once on ... UTC"
         return _build("text", "UTC", said.once.replace(tzinfo=None), [], [said.once, *said.rdates], said.exdates)
     if said.once is not None:
@@ -195,6 +200,17 @@ def _instants(dates: list[datetime], zone: ZoneInfo) -> tuple[datetime, ...]:
     return tuple(unique[k] for k in sorted(unique))
 
 
+def _ensure_fires(rec: Recurrence, after: datetime) -> None:
+    """`after`: a start in a DST gap fires later than its wall time says. A rule typed in English
+    hears why it never fires in English, not in the RRULE parts it became."""
+    try:
+        ensure_fires(rec, after)
+    except NeverFires as exc:
+        if rec.input_kind != "text":
+            raise
+        raise NeverFires(english_refusal(exc.message), details=exc.details) from None
+
+
 @lru_cache(maxsize=4096)
 def load(canonical: str, input_kind: str = "rrule") -> Recurrence:
     """Re-create a Recurrence from its stored canonical text (cached); a schedule's calendar
@@ -224,7 +240,7 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
         if start is not None:
             zone = get_zone(rec.timezone)
             after = max(after, to_instant(to_wall(start, zone), zone))
-        ensure_fires(rec, after)  # `after`: a start in a DST gap fires later than its wall time says
+        _ensure_fires(rec, after)
         ensure_min_interval(rec, now, min_interval_s)
         business = calendar_for(rec) if calendar_for is not None else None
         notes: list[Rolled] = []

@@ -13,6 +13,7 @@ outside that range is never treated as a day without holidays:
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import date
 from functools import lru_cache
@@ -20,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 import holidays
+import holidays.registry
 
 from almanac.errors import HolidaysUnknown, ValidationError
 
@@ -229,3 +231,57 @@ def place(cal: BusinessCalendar) -> str:
     if cal.country is None:
         return "no country"
     return f"{cal.country}-{cal.subdivision}" if cal.subdivision else cal.country
+
+
+# ---------------------------------------------------------------- places named in English
+
+# English names of subdivisions where the library knows them only in their own language
+# (its aliases for Germany are "Bayern", "Hessen"...); other countries' aliases are English.
+_ENGLISH_SUBDIVISIONS = {
+    "DE": {"bavaria": "BY", "hesse": "HE", "lower saxony": "NI", "north rhine-westphalia": "NW",
+           "rhineland-palatinate": "RP", "saxony": "SN", "saxony-anhalt": "ST", "thuringia": "TH",
+           "mecklenburg-western pomerania": "MV", "baden-wurttemberg": "BW"},
+}
+
+
+def _plain(text: str) -> str:
+    """Lower case without accents, one space: "Baden-Württemberg" -> "baden-wurttemberg"."""
+    flat = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return " ".join(flat.lower().replace("_", " ").split()).removeprefix("the ")
+
+
+@lru_cache(maxsize=1)
+def _country_names() -> Mapping[str, str]:
+    """English country name, ISO alpha-2 and alpha-3 code -> alpha-2 code, as the library lists them."""
+    names: dict[str, str] = {}
+    for module, (_cls, code, alpha3, *_rest) in holidays.registry.COUNTRIES.items():
+        names.update({_plain(module): code, code.lower(): code, alpha3.lower(): code})
+    names.update({"usa": "US", "us": "US", "uk": "GB", "britain": "GB", "great britain": "GB"})
+    return MappingProxyType(names)
+
+
+def _subdivision(country: str, words: str) -> str | None:
+    entity = holidays.country_holidays(country)
+    codes = {str(s).lower(): str(s) for s in entity.subdivisions}
+    aliases = {_plain(k): str(v) for k, v in getattr(entity, "subdivisions_aliases", {}).items()}
+    aliases.update(_ENGLISH_SUBDIVISIONS.get(country, {}))
+    return codes.get(words) or aliases.get(words)
+
+
+def place_code(words: str) -> str | None:
+    """The holiday place English names, as a calendar's code: "Germany" -> "DE",
+    "Bavaria, Germany" and "de-by" -> "DE-BY"; None when the words name no place."""
+    text = _plain(words)
+    code = re.fullmatch(r"([a-z]{2})-([a-z0-9]{1,4})", text)
+    if code:
+        country = _country_names().get(code.group(1))
+        sub = _subdivision(country, code.group(2)) if country else None
+        return f"{country}-{sub}" if country and sub else None
+    region, _, country_words = text.rpartition(", ")
+    country = _country_names().get(country_words)
+    if country is None:
+        return None
+    if not region:
+        return country
+    sub = _subdivision(country, region)
+    return f"{country}-{sub}" if sub else None

@@ -9,11 +9,13 @@ are written out ("every day at 9:00 AM"), so the text says when it fires.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
 from .engine import Plan, compile_plan
-from .model import Recurrence, Rule
+from .calendars import place_code
+from .model import CalendarClause, Recurrence, Rule
 from .zones import get_zone, to_instant, to_wall, utc_key
 from .words import FREQ_UNIT, clock, datetime_text, day_name, join, month_name, ordinal
 
@@ -34,7 +36,42 @@ def describe(rec: Recurrence) -> str:
         text += "; and also on " + join([_instant_text(d, zone) for d in extra])
     if rec.exdates:
         text += "; except on " + join([_instant_text(d, zone) for d in rec.exdates])
+    if rec.calendar is not None:
+        text = _with_calendar(text, rec.calendar)
     return f"{text} ({rec.timezone})"
+
+
+_EDGE = re.compile(r"every month on weekdays at ([^,;]+), only the (last|1st) occurrence in each month")
+_MOVES = {"before": "the business day before", "after": "the next business day"}
+
+
+def _with_calendar(text: str, clause: CalendarClause) -> str:
+    """The calendar, said last for the whole rule, in words `parse_text` reads back:
+    "every business day at 8:00 AM", "... except holidays in DE-BY", "the last business day
+    of every month at 5:00 PM in DE"."""
+    where = f" in {calendar_words(clause.name)}" if clause.name else ""
+    edge = _EDGE.match(text)
+    if edge and {"last": "before", "1st": "after"}[edge.group(2)] == clause.policy:
+        which = "last" if edge.group(2) == "last" else "first"
+        head = f"the {which} business day of every month at {edge.group(1)}"
+        rest = text[edge.end():]
+        if not rest and (not where or place_code(clause.name or "") == clause.name):
+            return head + where
+        text = head + rest
+    if clause.policy == "skip":
+        if text.startswith("every weekday "):
+            text = "every business day " + text[len("every weekday "):]
+        return text + " except holidays" + where
+    return f"{text}, or {_MOVES[clause.policy]} if it is not a business day{where}"
+
+
+def calendar_words(name: str) -> str:
+    """A place's code as it is; a tenant's calendar by name, quoted where the name alone would
+    read as a place ("germany" is the tenant's calendar, not Germany's holidays)."""
+    code = place_code(name)
+    if code == name or (code is None and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name)):
+        return name
+    return f'the "{name}" calendar'
 
 
 def _instant_text(when: datetime, zone: ZoneInfo) -> str:

@@ -29,6 +29,7 @@ class Draft:
     not_days: set[int] = field(default_factory=set)
     not_months: set[int] = field(default_factory=set)
     sub_unit: str | None = None  # "minute" when "every 1.5 hours" became 90 minutes
+    policy: str | None = None  # a business-day head: "skip", or "before"/"after" for the last/first
 
 
 def finish(d: Draft, chunk: str) -> tuple[list[Rule], dict[str, int]]:

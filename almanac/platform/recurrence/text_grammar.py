@@ -9,7 +9,10 @@ in a list of times are hours on the 24-hour clock ("at 10, 12 and 17");
 "between 9 and 5" reads the smaller end as afternoon (9:00 to 17:00); time
 ranges include both ends; "every 2 hours starting at 9am" runs from 9:00 to
 the end of each day; "twice a day" alone is every 12 hours from midnight;
-"biweekly" and "bimonthly" are refused as ambiguous.
+"biweekly" and "bimonthly" are refused as ambiguous. A business-day head
+("every business day", "the last business day of every month") gives weekdays
+and the policy a business calendar applies; the calendar itself is read by
+`parse_text`, from the end of the phrase.
 """
 
 from __future__ import annotations
@@ -19,15 +22,12 @@ from typing import Callable
 
 from .model import Rule
 from .text_build import Draft, Refusal, finish
-from .words import (DAY_NAMES, MONTH_NAMES, ORDINAL_RE, TIME_RE, UNIT_FREQ, WORD_NUMBERS,
-                    read_ordinal, read_time, split_list)
+from .words import (DAY, MONTH, ORDINAL_RE, RANGE_TO as _TO, TIME_RE, UNIT_FREQ, WEEKDAY_PAIRS as _WEEKDAYS,
+                    WEEKEND_PAIRS as _WEEKEND, WORD_NUMBERS, day_index, month_index, read_days as _days,
+                    read_months as _months, read_ordinal, read_time, split_list)
 
-DAY = (r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?"
-       r"|mon|tues?|wed|thu|thur|thurs|fri|sat|sun)")
-MONTH = r"(?:" + "|".join(MONTH_NAMES) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
 _SEP = r"(?:,\s*|\s+and\s+|,\s+and\s+|\s*&\s*)"
 _LIST = r"(?:{item})(?:" + _SEP + r"(?:{item}))*"
-_TO = r"(?:\s*-\s*|\s+to\s+|\s+through\s+|\s+thru\s+|\s+until\s+)"
 _DAY_ITEM = rf"(?:{DAY}{_TO}{DAY}|{DAY})"
 _MONTH_ITEM = rf"(?:{MONTH}{_TO}{MONTH}|{MONTH})"
 _UNIT = r"(?:year|month|week|day|hour|minute|second)s?"
@@ -41,12 +41,11 @@ _ADVERBS = {"yearly": ("YEARLY", 1), "annually": ("YEARLY", 1), "monthly": ("MON
             "quarterly": ("MONTHLY", 3), "fortnightly": ("WEEKLY", 2),
             "every fortnight": ("WEEKLY", 2), "every quarter": ("MONTHLY", 3)}
 _SMALLER = {"hour": ("minute", 60), "minute": ("second", 60)}
-_WEEKDAYS = tuple((0, i) for i in range(5))
-_WEEKEND = ((0, 5), (0, 6))
 
 
-def read_rules(chunk: str) -> tuple[list[Rule], dict[str, int]]:
-    """The rules `chunk` says, and the DTSTART rounding; or Refusal."""
+def read_rules(chunk: str) -> tuple[list[Rule], dict[str, int], str | None]:
+    """The rules `chunk` says, the DTSTART rounding, and the business-day policy its head
+    names ("every business day": skip); or Refusal."""
     d = Draft()
     pos = _lead(chunk, d)
     pos = _head(chunk, pos, d)
@@ -58,7 +57,8 @@ def read_rules(chunk: str) -> tuple[list[Rule], dict[str, int]]:
                 break
         else:
             raise Refusal(f"Cannot understand {chunk[pos:].strip()[:40]!r}.", pos, len(chunk))
-    return finish(d, chunk)
+    rules, align = finish(d, chunk)
+    return rules, align, d.policy
 
 
 def _m(pattern: str, chunk: str, pos: int) -> re.Match[str] | None:
@@ -71,44 +71,6 @@ def _number(word: str, start: int, end: int) -> int:
     if not word.isdigit() or int(word) < 1:
         raise Refusal(f"{word!r} is not a whole number of 1 or more.", start, end)
     return int(word)
-
-
-def day_index(word: str) -> int:
-    word = word.rstrip("s") if word.endswith("days") else word
-    return next(i for i, d in enumerate(DAY_NAMES) if d.startswith(word[:3]))
-
-
-def month_index(word: str) -> int:
-    return next(i + 1 for i, m in enumerate(MONTH_NAMES) if m.startswith(word[:3]))
-
-
-def _days(text: str) -> tuple[tuple[int, int], ...]:
-    out: list[tuple[int, int]] = []
-    for item in split_list(text):
-        item = item.removeprefix("the ")
-        if item in ("weekdays", "weekday"):
-            out += _WEEKDAYS
-        elif item in ("weekends", "weekend"):
-            out += _WEEKEND
-        elif m := re.fullmatch(rf"({DAY}){_TO}({DAY})", item):
-            a, b = day_index(m.group(1)), day_index(m.group(2))
-            out += [(0, (a + k) % 7) for k in range((b - a) % 7 + 1)]
-        elif m := re.fullmatch(rf"({ORDINAL_RE}) ({DAY})", item):
-            out.append((read_ordinal(m.group(1)), day_index(m.group(2))))
-        else:
-            out.append((0, day_index(item)))
-    return tuple(sorted(set(out)))
-
-
-def _months(text: str) -> tuple[int, ...]:
-    out: set[int] = set()
-    for item in split_list(text):
-        if m := re.fullmatch(rf"({MONTH}){_TO}({MONTH})", item):
-            a, b = month_index(m.group(1)), month_index(m.group(2))
-            out |= {(a - 1 + k) % 12 + 1 for k in range((b - a) % 12 + 1)}
-        else:
-            out.add(month_index(item))
-    return tuple(sorted(out))
 
 
 # ---------------------------------------------------------------- head
@@ -154,6 +116,17 @@ def _h_nth_weekday(m: re.Match[str], d: Draft) -> None:
     d.parts["bysetpos"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
 
 
+def _h_once_per(m: re.Match[str], d: Draft) -> None:
+    """"once a week": every week, on the defaults (Monday, the 1st, January 1st, 00:00)."""
+    d.freq = UNIT_FREQ[m.group(1)]
+
+
+def _h_day_number(m: re.Match[str], d: Draft) -> None:
+    """Outlook's "day 15 of every month"."""
+    d.freq, d.interval = "MONTHLY", _every(m.group(2))
+    d.parts["bymonthday"] = tuple(int(x) for x in split_list(m.group(1)))
+
+
 def _h_nth_day(m: re.Match[str], d: Draft) -> None:
     d.freq, d.interval = "MONTHLY", _every(m.group(2))
     d.parts["bymonthday"] = tuple(read_ordinal(x) for x in split_list(m.group(1)))
@@ -173,6 +146,23 @@ def _h_nth_days(m: re.Match[str], d: Draft) -> None:
 def _h_weekdays(m: re.Match[str], d: Draft) -> None:
     d.freq = "WEEKLY"
     d.parts["byday"] = _WEEKEND if "weekend" in m.group(0) else _WEEKDAYS
+
+
+def _h_business_days(m: re.Match[str], d: Draft) -> None:
+    d.freq, d.parts["byday"], d.policy = "WEEKLY", _WEEKDAYS, "skip"
+
+
+def _h_edge_business_day(m: re.Match[str], d: Draft) -> None:
+    """"the last business day of every month": the last weekday, moved back to the business day
+    before when the calendar closes it (the first: forward). Exact only at the ends of the month:
+    "the 2nd business day" would need the count to skip holidays, which no RRULE can say."""
+    which = read_ordinal(m.group(1))
+    if which not in (1, -1):
+        raise Refusal("Only the first or the last business day of a month can be named; "
+                      "say 'the first business day of every month'.", m.start(1), m.end(1))
+    d.freq, d.interval = "MONTHLY", _every(m.group(2))
+    d.parts["byday"], d.parts["bysetpos"] = _WEEKDAYS, (which,)
+    d.policy = "after" if which == 1 else "before"
 
 
 def _h_days(m: re.Match[str], d: Draft) -> None:
@@ -202,6 +192,7 @@ def _h_every(m: re.Match[str], d: Draft) -> None:
         d.interval = int(float(amount) * factor)
         d.sub_unit = unit
     else:
+        amount = re.sub(r"(?<=\d)(st|nd|rd|th)$", "", amount)  # "every 3rd day"
         d.interval = _number(amount, m.start(1), m.end(1)) if m.group(1) else 1
     d.freq = UNIT_FREQ[unit]
 
@@ -244,14 +235,19 @@ def _h_nth_weekday_of_named_months(m: re.Match[str], d: Draft) -> None:
 
 _OF_MONTHS = r" of (?:every|each|the) (?:(\d+|other) )?months?"
 _OF_NAMED = rf" of ({_LIST.format(item=_MONTH_ITEM)})"
-_THE = r"(?:on )?(?:the )?"  # "the last Friday of every month", and without "the" as people type it
+# "the last Friday of every month", and as people type it: without "the", "every last Friday of the month"
+_THE = r"(?:on |every |each )?(?:the )?"
 _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
+    (rf"{_THE}({ORDINAL_RE}) business days?{_OF_MONTHS}", _h_edge_business_day),
+    (r"(?:every|each|on) business days?|business days", _h_business_days),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) weekdays?{_OF_MONTHS}", _h_nth_weekday),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_MONTHS}", _h_nth_day),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE + ' ' + DAY)}){_OF_MONTHS}", _h_nth_days),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_MONTHS}", _h_nth_list_day),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)}) ({DAY}){_OF_NAMED}", _h_nth_weekday_of_named_months),
     (rf"{_THE}({_LIST.format(item=ORDINAL_RE)})(?: days?)?{_OF_NAMED}", _h_nth_day_of_named_months),
+    (rf"(?:on )?days? ({_NUMS}){_OF_MONTHS}", _h_day_number),
+    (r"once (?:a|per) (week|month|year)", _h_once_per),
     (r"(?:every|each|on) (?:weekday|weekend)s?|weekdays|weekends", _h_weekdays),
     (rf"(?:every|each|on) ({_LIST.format(item=_DAY_ITEM)})", _h_days),
     (rf"(?:every|each) (other|second|third|fourth|\d+(?:st|nd|rd|th)?) ({_LIST.format(item=DAY)})",
@@ -262,7 +258,8 @@ _HEADS: list[tuple[str, Callable[[re.Match[str], Draft], None]]] = [
     (r"bi-?weekly|bi-?monthly", _h_ambiguous),
     (r"every fortnight|every quarter|yearly|annually|monthly|weekly|daily|hourly|quarterly"
      r"|fortnightly", _h_adverb),
-    (rf"(?:every|each) (?:({_N}) )?({_UNIT})", _h_every),
+    # "every 3rd day" as rrule's "every third day"; "every 2nd week" stays refused (which week?)
+    (rf"(?:every|each) (?:({_N}|\d+(?:st|nd|rd|th)(?= days?\b)) )?({_UNIT})", _h_every),
 ]
 
 
@@ -335,7 +332,9 @@ def _c_ordinals(chunk: str, pos: int, d: Draft) -> int | None:
     if not m:
         return None
     values = tuple(read_ordinal(x) for x in split_list(m.group(2)))
-    noun, scope = (m.group(3) or "day").rstrip("s"), m.group(4) or "month"
+    noun = (m.group(3) or "day").rstrip("s")
+    # "every year on the 100th day" counts in the year; "every year on the 5th" is still a month day
+    scope = m.group(4) or ("year" if d.freq == "YEARLY" and m.group(3) else "month")
     key = "byweekno" if noun == "week" else "byyearday" if scope == "year" else "bymonthday"
     d.parts[key] = values
     return m.end()
@@ -450,8 +449,25 @@ def _c_except(chunk: str, pos: int, d: Draft) -> int | None:
         return months.end()
     if not chunk[m.end():].strip():
         raise Refusal("'except' needs weekdays or months after it.", m.start(), m.end())
-    raise Refusal(f"Cannot leave out {chunk[m.end():].strip()[:30]!r}: only weekdays and "
-                  "months can follow 'except'.", m.end(), len(chunk))
+    raise Refusal(f"Cannot leave out {chunk[m.end():].strip()[:30]!r}: only weekdays, "
+                  "months or, at the end, holidays can follow 'except'.", m.end(), len(chunk))
+
+
+def _c_day_numbers(chunk: str, pos: int, d: Draft) -> int | None:
+    """Google Calendar's "monthly on day 20"."""
+    m = _m(rf" on days? ({_NUMS})(?![0-9a-z:])", chunk, pos)
+    if not m or d.freq != "MONTHLY":
+        return None
+    d.parts["bymonthday"] = tuple(int(x) for x in split_list(m.group(1)))
+    return m.end()
+
+
+def _c_weekday_note(chunk: str, pos: int, d: Draft) -> int | None:
+    """Google Calendar's "every weekday (Monday to Friday)": says nothing new."""
+    m = _m(r" \((?:monday|mon)(?: to |-| - )(?:friday|fri)\)", chunk, pos)
+    if not m or d.parts.get("byday") != _WEEKDAYS:
+        return None
+    return m.end()
 
 
 def _c_on_the_hour(chunk: str, pos: int, d: Draft) -> int | None:
@@ -464,6 +480,6 @@ def _c_on_the_hour(chunk: str, pos: int, d: Draft) -> int | None:
 
 
 CLAUSES: list[Callable[[str, int, Draft], int | None]] = [
-    _c_on_the_hour, _c_date, _c_months, _c_last_weekday, _c_days, _c_ordinals, _c_at_times, _c_span,
+    _c_on_the_hour, _c_day_numbers, _c_weekday_note, _c_date, _c_months, _c_last_weekday, _c_days, _c_ordinals, _c_at_times, _c_span,
     _c_numbers, _c_setpos, _c_count, _c_until, _c_wkst, _c_every_day, _c_except,
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Callable
 
 DAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
@@ -91,6 +92,52 @@ def read_time(text: str) -> tuple[int, int, int] | None:
     return h, mi, s
 
 
+DAY = (r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?"
+       r"|mon|tues?|wed|thu|thur|thurs|fri|sat|sun)")
+MONTH = r"(?:" + "|".join(MONTH_NAMES) + r"|jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec)"
+RANGE_TO = r"(?:\s*-\s*|\s+to\s+|\s+through\s+|\s+thru\s+|\s+until\s+)"
+WEEKDAY_PAIRS = tuple((0, i) for i in range(5))  # BYDAY (ordinal, weekday) pairs, Monday to Friday
+WEEKEND_PAIRS = ((0, 5), (0, 6))
+
+
+def day_index(word: str) -> int:
+    word = word.rstrip("s") if word.endswith("days") else word
+    return next(i for i, d in enumerate(DAY_NAMES) if d.startswith(word[:3]))
+
+
+def month_index(word: str) -> int:
+    return next(i + 1 for i, m in enumerate(MONTH_NAMES) if m.startswith(word[:3]))
+
+
+def read_days(text: str) -> tuple[tuple[int, int], ...]:
+    out: list[tuple[int, int]] = []
+    for item in split_list(text):
+        item = item.removeprefix("the ")
+        if item in ("weekdays", "weekday"):
+            out += WEEKDAY_PAIRS
+        elif item in ("weekends", "weekend"):
+            out += WEEKEND_PAIRS
+        elif m := re.fullmatch(rf"({DAY}){RANGE_TO}({DAY})", item):
+            a, b = day_index(m.group(1)), day_index(m.group(2))
+            out += [(0, (a + k) % 7) for k in range((b - a) % 7 + 1)]
+        elif m := re.fullmatch(rf"({ORDINAL_RE}) ({DAY})", item):
+            out.append((read_ordinal(m.group(1)), day_index(m.group(2))))
+        else:
+            out.append((0, day_index(item)))
+    return tuple(sorted(set(out)))
+
+
+def read_months(text: str) -> tuple[int, ...]:
+    out: set[int] = set()
+    for item in split_list(text):
+        if m := re.fullmatch(rf"({MONTH}){RANGE_TO}({MONTH})", item):
+            a, b = month_index(m.group(1)), month_index(m.group(2))
+            out |= {(a - 1 + k) % 12 + 1 for k in range((b - a) % 12 + 1)}
+        else:
+            out.add(month_index(item))
+    return tuple(sorted(out))
+
+
 def split_list(text: str) -> list[str]:
     """'a, b and c' -> ['a', 'b', 'c']."""
     return [p.strip() for p in re.split(r",\s*|\s+and\s+|\s*&\s*", text) if p.strip()]
@@ -117,10 +164,49 @@ def _value_words(match: re.Match[str]) -> str:
     return f"{noun.capitalize()} {value}{_OF.get(key, '')}" if noun else PART_WORDS[key][0].capitalize()
 
 
+_RRULE_DAYS = ("MO", "TU", "WE", "TH", "FR", "SA", "SU")
+_FREQ_UNITS = {"YEARLY": "year", "MONTHLY": "month", "WEEKLY": "week", "DAILY": "day",
+               "HOURLY": "hour", "MINUTELY": "minute", "SECONDLY": "second"}
+
+
+def _steps(m: re.Match[str]) -> str:
+    unit = _FREQ_UNITS.get(m.group(1), "period")
+    return f"Every {unit}" if m.group(2) == "1" else f"Every {m.group(2)} {unit}s"
+
+
+def _no_such_day(m: re.Match[str]) -> str:
+    day = int(m.group(1))
+    which = ordinal(day) if day > 0 else f"{ordinal(-day)} last day"
+    return f"{month_name(int(m.group(2)))} has no {which}: it has at most {m.group(3)} days."
+
+
+# Whole sentences of the RRULE checks, said as a person would; what is left is worded part by part.
+_SENTENCES: tuple[tuple[str, Callable[[re.Match[str]], str]], ...] = (
+    (r"BYMONTHDAY=(-?\d+) with BYMONTH=(\d+) never happens: \w+ has at most (\d+) days\.",
+     _no_such_day),
+    (r"BYDAY=(-?\d+)([A-Z]{2})",
+     lambda m: f"the {ordinal(int(m.group(1)))} {day_name(_RRULE_DAYS.index(m.group(2)))}"),
+    (r"BYSETPOS=(-?\d+) asks for",
+     lambda m: f"'only the {ordinal(int(m.group(1)))} occurrence' asks for"),
+    (r"With FREQ=(\w+);INTERVAL=(\d+)(?: from DTSTART)?", lambda m: _steps(m) + " from"
+     if m.group(0).endswith("DTSTART") else _steps(m)),
+    (r"never BYMONTH=([\d,]+)",
+     lambda m: "never " + join([month_name(int(x)) for x in m.group(1).split(",")])),
+    (r"which BYDAY does not allow", lambda m: "which its weekdays do not allow"),
+    (r"that the BY parts allow", lambda m: "that the rule names"),
+    (r"ended at UNTIL \(([^)]*)\)", lambda m: f"ended on {m.group(1)}"),
+    (r"UNTIL \(([^)]*)\)", lambda m: f"the end ({m.group(1)})"),
+    (r" \(COUNT=\d+\)", lambda m: ""),
+)
+
+
 def english_refusal(message: str) -> str:
     """An RRULE-worded refusal in the words of an English rule (a message without RRULE terms is kept)."""
+    text = message
+    for pattern, words in _SENTENCES:
+        text = re.sub(pattern, words, text)
     parts = "|".join(PART_WORDS)
-    text = re.sub(rf"\b({parts})=(-?\w+)", _value_words, message)
+    text = re.sub(rf"\b({parts})=(-?\w+)", _value_words, text)
     text = re.sub(r"with FREQ=(\w+)", lambda m: f"with {_FREQ_WORDS.get(m.group(1), 'this')} rule", text)
     text = re.sub(r"FREQ=(\w+)", lambda m: f"{_FREQ_WORDS.get(m.group(1), 'this')} rule", text)
     text = re.sub(rf"\b({parts})\b", lambda m: PART_WORDS[m.group(1)][0], text)

@@ -88,7 +88,7 @@ def test_rule_builder_shows_a_dst_move(signed_in):
 
 
 def test_rule_builder_marks_the_words_not_understood(signed_in):
-    html = signed_in().get("/rules/preview", params={"rule": "every weekday at 9am except holidays",
+    html = signed_in().get("/rules/preview", params={"rule": "every weekday at 9am except school holidays",
                                                      "timezone": "UTC"}).text
     assert 'data-code="invalid_rule"' in html
-    assert "<code>every weekday at 9am except <mark>holidays</mark></code>" in html
+    assert "<code>every weekday at 9am except <mark>school holidays</mark></code>" in html

@@ -4,6 +4,7 @@ cron expressions (whose BY lists are ranges and steps)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from hypothesis import HealthCheck, assume, given, settings
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from almanac.errors import AlmanacError, InvalidRule
 from almanac.platform.recurrence import describe, load, occurrences, parse
 from almanac.platform.recurrence.engine import budget_scope
+from almanac.platform.recurrence.model import CalendarClause
 from almanac.platform.recurrence.parse_rrule import parse_rule
 
 from .test_cron import cron_expressions
@@ -69,3 +71,29 @@ def test_cron_description_parses_back(expr: str) -> None:
     except AlmanacError:
         assume(False)
     _same_dates(rec, describe(rec), "UTC")
+
+
+_CLAUSES = st.builds(
+    CalendarClause,
+    st.sampled_from([None, "DE", "DE-BY", "US-NY", "GB-SCT", "payroll-calendar", "Acme.Cal_1",
+                     "germany", "de-by", "FR"]),
+    st.sampled_from(["skip", "before", "after"]))
+
+
+@ROUND
+@given(rules(("YEARLY", "MONTHLY", "WEEKLY", "DAILY")),
+       st.datetimes(min_value=datetime(2024, 1, 1), max_value=datetime(2028, 12, 31)),
+       _CLAUSES)
+def test_description_with_a_calendar_reads_back_to_the_same_calendar(rule: str, start: datetime,
+                                                                    clause: CalendarClause) -> None:
+    try:
+        parse_rule(rule, 0, "UTC")
+    except InvalidRule:
+        assume(False)
+    start = start.replace(second=0, microsecond=0)
+    rec = replace(load(f"DTSTART;TZID=Europe/Berlin:{start:%Y%m%dT%H%M%S}\nRRULE:{rule}"),
+                  calendar=clause)
+    text = describe(rec)
+    again = parse(text, "Europe/Berlin", start=rec.dtstart, now=rec.dtstart)
+    assert again.calendar == clause, text
+    _same_dates(rec, text, "Europe/Berlin")
