@@ -170,12 +170,12 @@ def _schedule_view(request: Request, schedule_id: int, principal: Principal, ser
 @router.post("/schedules/{schedule_id}/try")
 async def try_schedule(request: Request, schedule_id: int, principal: PagePrincipal,
                        services: ServicesDep) -> Response:
-    """Run with payload: the schedule's script on the (edited) payload, admitted as any run (recorded with
+    """Try with payload: the schedule's script on the (edited) payload, admitted as any run (recorded with
     trigger `trial`, counted against the daily budgets) and waited for without a thread; what it would
     change is shown and never applied (no kv change, no event, no job: `platform.trial`). Audited."""
-    text = str((await request.form()).get("payload", "")).strip() or "null"
+    text = str((await request.form()).get("payload", "")).strip()
     try:
-        payload = RunNowIn(payload=json.loads(text)).payload
+        payload = RunNowIn(payload=json.loads(text or "{}")).payload  # an empty box: `{}`, as a new schedule's
     except (ValueError, PydanticError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else _reason(exc)
         return await run_in_threadpool(_trial_answer, request, principal, services, schedule_id, text,
