@@ -8,6 +8,7 @@ the editor, unsaved, as a trial through the one admission path (`run_now`, trigg
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
@@ -208,28 +209,27 @@ async def try_draft(request: Request, script_id: int, principal: PagePrincipal, 
     never applied. A draft that does not parse is answered with its line and never admitted. Audited."""
     values = await _read_form(request)
     payload_text = str((await request.form()).get("payload", "")).strip()
-    answer = dict(request=request, principal=principal, services=services, script_id=script_id, values=values,
-                  payload=payload_text)
+    answer = functools.partial(_draft_answer, request, principal, services, script_id, values, payload_text)
     try:
         draft = ScriptCheckIn.model_validate({"source": values["source"]}).source  # the size limit of saving
         payload = RunNowIn(payload=_payload(payload_text)).payload
     except PydanticError as exc:
         if any(e["loc"][:1] == ("source",) for e in exc.errors()):
-            return await run_in_threadpool(_draft_answer, **answer, error="Source: " + validation_message(exc))
-        return await run_in_threadpool(_draft_answer, **answer, error=_not_json(exc))
+            return await run_in_threadpool(answer, error="Source: " + validation_message(exc))
+        return await run_in_threadpool(answer, error=_not_json(exc))
     except ValueError as exc:
-        return await run_in_threadpool(_draft_answer, **answer, error=_not_json(exc))
+        return await run_in_threadpool(answer, error=_not_json(exc))
     check = await run_in_threadpool(scripts_api.check_answer, services.runner, draft)
     if not check.ok:
         where = f"Line {check.line}" + (f", column {check.column}" if check.column else "") + ": " if check.line else ""
-        return await run_in_threadpool(_draft_answer, **answer, error=f"The draft was not run. {where}{check.message}")
+        return await run_in_threadpool(answer, error=f"The draft was not run. {where}{check.message}")
     digest = hashlib.sha256(draft.encode()).hexdigest()
     ran = await run_now.run_and_wait(
         request, services, principal.tenant_slug, script_id, payload, trigger=admission.TRIAL, source=draft,
         audit_entry=("script.try", f"script {script_id}", {"payload": payload, "source_sha256": digest,
                                                             "source_chars": len(draft)}))
     outcome = trial.trial_of(ran.admitted.result or broken(RuntimeError("the run was given up")))
-    return await run_in_threadpool(_draft_answer, **answer, trial=outcome, run=ran.run)
+    return await run_in_threadpool(answer, trial=outcome, run=ran.run)
 
 
 def _draft_answer(request: Request, principal: PagePrincipal, services: ServicesDep, script_id: int,
