@@ -149,3 +149,27 @@ def test_an_empty_payload_box_is_an_empty_object_for_a_draft(app: Any, services:
     html = b.post(f"/scripts/{sid}/try", _draft_form(ECHO, ""), headers=HTMX).text
     assert 'id="trial-status">succeeded' in html
     assert [r["output"] for r in client.get("/api/v1/runs").json()["items"]] == [{"payload": {}}]
+
+
+def test_hostile_drafts_and_payloads_are_refused_not_crashed_on(app: Any, services: Any, make_tenant: Any) -> None:
+    b, client, sid = _signed_in(app, services, make_tenant)
+    b.client.raise_server_exceptions = False
+    cases = [
+        (sid, _draft_form("export default () => '\x00';", "{}")),
+        (sid, _draft_form(ECHO, '{"a": "\x00"}')),
+        (sid, _draft_form(ECHO, "[" * 5000 + "]" * 5000)),
+        (sid, _draft_form(ECHO, '{"big": "' + "x" * 300_000 + '"}')),
+        (sid, _draft_form("", "{}")),
+        (999_999, _draft_form(ECHO, "{}")),
+    ]
+    for script_id, form in cases:
+        answer = b.post(f"/scripts/{script_id}/try", form, headers=HTMX)
+        assert 400 <= answer.status_code < 500, (script_id, form["source"][:20], form["payload"][:20], answer.text[:300])
+    raw = b.client.post(f"/scripts/{sid}/try", content=b"csrf_token=" + b.csrf.encode() + b"&source=%FF%FE&payload=%FF",
+                        headers={**HTMX, "Content-Type": "application/x-www-form-urlencoded"})
+    assert 400 <= raw.status_code < 500, raw.text[:300]  # not UTF-8
+    schedule = client.post("/api/v1/schedules", json={"name": "d", "script_id": sid, "rule": "@daily"}).json()["id"]
+    for url in (f"/scripts/{sid}/run", f"/schedules/{schedule}/try"):  # the other payload boxes
+        deep = b.post(url, {"payload": "[" * 5000 + "]" * 5000}, headers=HTMX)
+        assert deep.status_code == 422 and "nested too deeply" in deep.text, (url, deep.text[:300])
+    assert client.get("/api/v1/runs").json()["items"] == []  # none of them was run

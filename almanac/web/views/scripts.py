@@ -32,7 +32,8 @@ from almanac.web.audit import audit
 from almanac.web.errors import envelope
 from almanac.web.views import script_extras as extras
 from almanac.web.views.common import (
-    SECURITY_HEADERS, PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
+    SECURITY_HEADERS, PagePrincipal, ServicesDep, flash, is_htmx, page_router, payload_box, redirect, render, tenant_db,
+    validation_message,
 )
 
 router = page_router(read="admin", write="admin")
@@ -182,19 +183,13 @@ async def run_script(request: Request, script_id: int, principal: PagePrincipal,
     form = await request.form()
     payload_text = str(form.get("payload", "")).strip()
     try:
-        body = RunNowIn(payload=_payload(payload_text))
+        body = RunNowIn(payload=payload_box(payload_text))
     except (ValueError, PydanticError) as exc:
         return _run_answer(request, principal, services, script_id, payload_text, error=_not_json(exc))
     run = await scripts_api.run_script(script_id, principal, services, request, body)
     emitted = await run_in_threadpool(_emitted, services, principal, run.id)
     return await run_in_threadpool(_run_answer, request, principal, services, script_id, payload_text, run=run,
                                    emitted=emitted)
-
-
-def _payload(text: str) -> Any:
-    # An empty payload box means "no particular payload": `{}`, as a new schedule's, so that
-    # `event.payload.x` is undefined rather than a TypeError on null.
-    return json.loads(text) if text else {}
 
 
 def _not_json(exc: Exception) -> str:
@@ -212,7 +207,7 @@ async def try_draft(request: Request, script_id: int, principal: PagePrincipal, 
     answer = functools.partial(_draft_answer, request, principal, services, script_id, values, payload_text)
     try:
         draft = ScriptCheckIn.model_validate({"source": values["source"]}).source  # the size limit of saving
-        payload = RunNowIn(payload=_payload(payload_text)).payload
+        payload = RunNowIn(payload=payload_box(payload_text)).payload
     except PydanticError as exc:
         if any(e["loc"][:1] == ("source",) for e in exc.errors()):
             return await run_in_threadpool(answer, error="Source: " + validation_message(exc))
