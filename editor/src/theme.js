@@ -21,6 +21,8 @@ export const editorTheme = EditorView.theme({
   ".cm-tooltip": { backgroundColor: "var(--cm-gutter-bg)", color: "var(--cm-fg)", border: "1px solid var(--cm-gutter-line)" },
   ".cm-tooltip-autocomplete ul li[aria-selected]": { backgroundColor: "var(--cm-picked-bg)", color: "var(--cm-picked-fg)" },
   ".cm-completionDetail": { color: "var(--cm-gutter-fg)" },
+  // On the picked option the detail takes the option's own colour: grey on the highlight would not read.
+  ".cm-tooltip-autocomplete ul li[aria-selected] .cm-completionDetail": { color: "var(--cm-picked-fg)" },
   ".cm-panels": { backgroundColor: "var(--cm-gutter-bg)", color: "var(--cm-fg)" },
   ".cm-diagnostic-error": { borderLeftColor: "var(--cm-invalid)" },
 });

@@ -116,4 +116,15 @@ def test_the_editor_is_dark_in_dark_mode_and_its_tokens_read(page: Any, live: di
         drawn = {_rgb_hex(c) for c in colours}
         assert {expected["--cm-keyword"], expected["--cm-string"], expected["--cm-comment"]} <= drawn, drawn
         assert all(contrast(c, background) >= 4.5 for c in drawn), [(c, contrast(c, background)) for c in drawn]
+        # The completion list is themed too: its box, and the picked option.
+        page.locator(".cm-content").click()
+        page.keyboard.press("Control+End")
+        page.keyboard.type("almanac.kv.")
+        picked = page.locator(".cm-tooltip-autocomplete li[aria-selected]")
+        expect(picked).to_be_visible()
+        box = _rgb_hex(page.locator(".cm-tooltip-autocomplete").evaluate("e => getComputedStyle(e).backgroundColor"))
+        assert box == expected["--cm-gutter-bg"], (scheme, box)
+        fg, bg = (_rgb_hex(picked.evaluate(f"e => getComputedStyle(e).{p}")) for p in ("color", "backgroundColor"))
+        detail = _rgb_hex(picked.locator(".cm-completionDetail").evaluate("e => getComputedStyle(e).color"))
+        assert contrast(fg, bg) >= 4.5 and contrast(detail, bg) >= 4.5, (scheme, fg, detail, bg)
         shot(page, f"editor-{scheme}")
