@@ -185,7 +185,8 @@ async def run_script(request: Request, script_id: int, principal: PagePrincipal,
     try:
         body = RunNowIn(payload=payload_box(payload_text))
     except (ValueError, PydanticError) as exc:
-        return _run_answer(request, principal, services, script_id, payload_text, error=_not_json(exc))
+        return await run_in_threadpool(_run_answer, request, principal, services, script_id, payload_text,
+                                       error=_not_json(exc))  # the page reads the database: not on the event loop
     run = await scripts_api.run_script(script_id, principal, services, request, body)
     emitted = await run_in_threadpool(_emitted, services, principal, run.id)
     return await run_in_threadpool(_run_answer, request, principal, services, script_id, payload_text, run=run,
