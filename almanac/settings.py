@@ -84,8 +84,8 @@ class Settings(BaseSettings):
     run_now_waiting_max: int = Field(
         default=4, ge=1, le=1000,
         description="runs a tenant may have waiting at once, per server process, that a request started and waits "
-                    "for (`POST /api/v1/scripts/{id}/run`, a page's Run now, Run again, Run with payload); past it "
-                    "429 `rate_limited` with `Retry-After`")
+                    "for (`POST /api/v1/scripts/{id}/run`, a page's Run now, Try draft, Run again, Try with "
+                    "payload); past it 429 `rate_limited` with `Retry-After`")
     sandbox_processes: int | None = Field(
         default=None, ge=0, le=64,
         description="sandbox worker processes; unset: one per core; 0 runs scripts in threads of this process")

@@ -7,9 +7,11 @@ the same recorder and fence as a scheduled run. Its deadline is the sandbox's, c
 when its script starts. Whoever asked waits on a `Future` that is set once the run is
 recorded; nothing here blocks a thread while the script runs.
 
-A trial (a page's "Run with payload") is such a run with trigger `trial`: it counts against
-the daily budgets and is recorded as a run (status, output, logs, fetches), but what it would
-change (kv, events, jobs) is only handed back to be shown, never applied.
+A trial (a schedule page's "Try with payload", a script page's "Try draft") is such a run with
+trigger `trial`: it counts against the daily budgets and is recorded as a run (status, output,
+logs, fetches), but what it would change (kv, events, jobs) is only handed back to be shown,
+never applied. A trial may run a draft `source` in place of the script's saved version; only a
+trial may, so unsaved text can never have effects.
 
 Each tenant may have at most `waiting_max` of these waiting at once in this process; past it
 `RateLimited`, with the seconds after which one of them should have ended.
@@ -92,9 +94,16 @@ class Admission:
                 self._waiting.pop(tenant, None)
 
     def admit(self, tenant: str, script_id: int, payload: Any, now: datetime, *, trigger: str = "manual",
-              event_extra: dict[str, Any] | None = None) -> Admitted:
-        """Claim a run of the script now (QuotaExceeded past the daily budgets) and queue it to start."""
+              event_extra: dict[str, Any] | None = None, source: str | None = None) -> Admitted:
+        """Claim a run of the script now (QuotaExceeded past the daily budgets) and queue it to start.
+
+        `source`, for a trial only, is run in place of the saved version (the run row still names
+        the saved version the draft was edited from)."""
+        if source is not None and trigger != TRIAL:
+            raise ValueError("only a trial may run a draft source")
         claim = self.store.claim_manual(tenant, script_id, payload, now, trigger=trigger)
+        if source is not None:
+            claim = dataclasses.replace(claim, source=source)
         admitted = Admitted(claim, event_extra=dict(event_extra or {}))
         with self._lock:
             self._runs[(tenant, claim.run_id)] = admitted

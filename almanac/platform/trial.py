@@ -1,7 +1,7 @@
 """A trial run: a script run on a chosen payload, its effects shown and never applied.
 
-The schedule page's "Run with payload" runs through the one admission path
-(`platform.admission`, trigger `trial`): the script sees the committed kv (and its own writes
+A trial (a schedule page's "Try with payload", a script page's "Try draft") runs through the
+one admission path (`platform.admission`, trigger `trial`): the script sees the committed kv (and its own writes
 within the run, through the sandbox's run buffer), exactly as a real run would; the run is
 recorded and counted against the daily budgets like any run (it used the sandbox), but no kv
 change, event or job is applied. What the run *would* have done (the `Effects` its one

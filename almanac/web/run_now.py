@@ -1,7 +1,7 @@
 """Run now and wait, for the API and the pages: admitted by `platform.admission`, awaited without a thread.
 
-Every way a request starts a run (`POST /api/v1/scripts/{id}/run`, the script page's "Run now",
-a run page's "Run again", a schedule page's "Run with payload") comes here. The short database
+Every way a request starts a run (`POST /api/v1/scripts/{id}/run`, the script page's "Run now"
+and "Try draft", a run page's "Run again", a schedule page's "Try with payload") comes here. The short database
 work (the script, the admission's claim, the audit entry, reading the recorded run back) runs on
 the thread pool; the wait for the run is an `await` on the admission's future, so a slow run
 holds neither the event loop nor a request thread.
@@ -38,12 +38,14 @@ class Ran:
 
 async def run_and_wait(request: Request, services: Any, tenant: str, script_id: int, payload: Any, *,
                        audit_entry: tuple[str, str, Any], trigger: str = "manual",
-                       event_extra: dict[str, Any] | None = None) -> Ran:
-    """Admit a run of the script (404, 429 `rate_limited` or `quota_exceeded`), wait for its record, read it."""
+                       event_extra: dict[str, Any] | None = None, source: str | None = None) -> Ran:
+    """Admit a run of the script (404, 429 `rate_limited` or `quota_exceeded`), wait for its record, read it.
+
+    `source`: a trial's draft, run in place of the saved version (`Admission.admit`)."""
     admission = services.admission
     admission.ensure_room(tenant)  # a flood past the bound is refused here, before any thread or database work
     admitted, place = await run_in_threadpool(
-        _admit, request, services, tenant, script_id, payload, audit_entry, trigger, event_extra)
+        _admit, request, services, tenant, script_id, payload, audit_entry, trigger, event_extra, source)
     try:
         limit = admitted.claim.timeout_ms / 1000 + services.settings.lease_margin_s + WAIT_SLACK_S
         try:
@@ -57,13 +59,14 @@ async def run_and_wait(request: Request, services: Any, tenant: str, script_id: 
 
 
 def _admit(request: Request, services: Any, tenant: str, script_id: int, payload: Any,
-           audit_entry: tuple[str, str, Any], trigger: str, event_extra: dict[str, Any] | None) -> tuple[Admitted, float]:
+           audit_entry: tuple[str, str, Any], trigger: str, event_extra: dict[str, Any] | None,
+           source: str | None) -> tuple[Admitted, float]:
     with services.db.tenant_session(tenant) as session:
         timeout_ms = service.get_script(session, script_id).timeout_ms
     place = services.admission.hold(tenant, timeout_ms)
     try:
         admitted = services.admission.admit(tenant, script_id, payload, services.clock.now(), trigger=trigger,
-                                            event_extra=event_extra)
+                                            event_extra=event_extra, source=source)
     except BaseException:
         services.admission.leave(tenant, place)
         raise

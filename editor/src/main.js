@@ -7,12 +7,13 @@ import {
 } from "@codemirror/view";
 import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
 import {
-  bracketMatching, indentOnInput, syntaxHighlighting, defaultHighlightStyle, foldGutter,
+  bracketMatching, indentOnInput, syntaxHighlighting, foldGutter,
 } from "@codemirror/language";
 import { javascript } from "@codemirror/lang-javascript";
 import { autocompletion, closeBrackets, closeBracketsKeymap, completionKeymap } from "@codemirror/autocomplete";
 import { linter, lintGutter, setDiagnostics } from "@codemirror/lint";
 import { searchKeymap } from "@codemirror/search";
+import { editorTheme, editorHighlight } from "./theme.js";
 
 function csrfToken() {
   try {
@@ -113,7 +114,7 @@ function mount(area) {
       extensions: [
         lineNumbers(), highlightActiveLineGutter(), foldGutter(), history(), drawSelection(),
         indentOnInput(), bracketMatching(), closeBrackets(), highlightActiveLine(),
-        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        editorTheme, syntaxHighlighting(editorHighlight),
         javascript(),
         autocompletion({ override: [completionSource(table)], activateOnTyping: true }),
         lintGutter(),

@@ -1,5 +1,5 @@
 """A schedule authored in chromium: the rule builder filled back from a saved rule and showing
-only the fields its frequency uses, a DST move flagged beside its date, Run with payload from the
+only the fields its frequency uses, a DST move flagged beside its date, Try with payload from the
 schedule's page, and the schedule's own calendar; screenshots at 1280 and 390 px, light and dark."""
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def test_run_with_payload_from_the_schedule_page(page, live):
     payload = page.get_by_label("Payload")
     expect(payload).to_have_value(re.compile('"name": "Ann"'))
     payload.fill('{"name": "Bo"}')
-    page.get_by_role("button", name="Run with payload").click()
+    page.get_by_role("button", name="Try with payload (no side effects)").click()
     result = page.get_by_role("region", name="Trial result")
     expect(result.locator("#trial-status")).to_have_text("succeeded")
     expect(result).to_contain_text('"greeting": "hi Bo"')
@@ -140,7 +140,7 @@ def test_run_with_payload_from_the_schedule_page(page, live):
     expect(result.locator("#trial-kv")).to_contain_text("trial-seen")
     _shots(page, "schedule-trial")
     payload.fill('{"name": "Bo", "fail": true}')
-    page.get_by_role("button", name="Run with payload").click()
+    page.get_by_role("button", name="Try with payload (no side effects)").click()
     expect(result.locator("#trial-status")).to_have_text("failed")
     expect(result.get_by_role("alert")).to_contain_text("Line 7")
     expect(result.get_by_role("alert")).to_contain_text("asked to fail")

@@ -1,5 +1,5 @@
 """One admission path for every run (SPEC section 11): runs started by a request (the API's run now,
-the pages' Run now, Run again and Run with payload) are checked and counted against the daily
+the pages' Run now, Run again and Try with payload) are checked and counted against the daily
 budgets, share the timer's slots, and wait without holding a thread, a bounded number per tenant."""
 
 from __future__ import annotations

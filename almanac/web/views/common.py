@@ -13,6 +13,7 @@ random id. It holds the user id, the chosen tenant's slug and the CSRF token.
 from __future__ import annotations
 
 import hmac
+import json
 import secrets
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
@@ -180,6 +181,16 @@ def start_session(request: Request, user_id: int, tenant_slug: str | None) -> No
     if tenant_slug:
         request.session[TENANT_KEY] = tenant_slug
     request.session[CSRF_KEY] = secrets.token_urlsafe(32)
+
+
+def payload_box(text: str) -> Any:
+    """A page's payload box as JSON (ValueError when it is not): an empty box is `{}`, as a new
+    schedule's payload, so that `event.payload.x` is undefined rather than a TypeError on null."""
+    text = text.strip()
+    try:
+        return json.loads(text) if text else {}
+    except RecursionError:
+        raise ValueError("it is nested too deeply") from None
 
 
 def flash(request: Request, message: str, kind: str = "ok") -> None:

@@ -27,7 +27,7 @@ from almanac.web import run_now
 from almanac.web.audit import audit
 from almanac.web.views import calendar, calendar_grid, charts, queries
 from almanac.web.views.common import (
-    PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
+    PagePrincipal, ServicesDep, flash, is_htmx, page_router, payload_box, redirect, render, tenant_db, validation_message,
     viewer_zone,
 )
 from almanac.web.views.rules import RuleForm, builder_context, form_for_rule, recurrence_zone
@@ -173,12 +173,12 @@ def _schedule_view(request: Request, schedule_id: int, principal: Principal, ser
 @router.post("/schedules/{schedule_id}/try")
 async def try_schedule(request: Request, schedule_id: int, principal: PagePrincipal,
                        services: ServicesDep) -> Response:
-    """Run with payload: the schedule's script on the (edited) payload, admitted as any run (recorded with
+    """Try with payload: the schedule's script on the (edited) payload, admitted as any run (recorded with
     trigger `trial`, counted against the daily budgets) and waited for without a thread; what it would
     change is shown and never applied (no kv change, no event, no job: `platform.trial`). Audited."""
-    text = str((await request.form()).get("payload", "")).strip() or "null"
+    text = str((await request.form()).get("payload", "")).strip()
     try:
-        payload = RunNowIn(payload=json.loads(text)).payload
+        payload = RunNowIn(payload=payload_box(text)).payload
     except (ValueError, PydanticError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else _reason(exc)
         return await run_in_threadpool(_trial_answer, request, principal, services, schedule_id, text,

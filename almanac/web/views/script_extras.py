@@ -25,7 +25,7 @@ def sample_payload(source: str) -> str | None:
     """The sample payload a source names in a `// Payload: {...}` comment, if it is JSON.
 
     The sample lives in the source, not beside it, so a script saved from a template keeps it:
-    the script page offers it for "Run with payload" (docs/decisions/0191).
+    the script page offers it for "Run now" and "Try draft" (docs/decisions/0191).
     """
     match = PAYLOAD_LINE.search(source)
     if match is None:

@@ -2,11 +2,14 @@
 
 Saving goes through `service.create_script` / `update_script` (which check the
 syntax with the sandbox), and run-now through the scripts API's own function,
-so a page and a program see exactly the same behaviour.
+so a page and a program see exactly the same behaviour. "Try draft" runs the text in
+the editor, unsaved, as a trial through the one admission path (`run_now`, trigger `trial`).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import secrets
 from typing import Any
@@ -19,15 +22,18 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from almanac.errors import AlmanacError, NotFound
-from almanac.platform import service
+from almanac.platform import admission, service, trial
 from almanac.platform.models import Event, Script
+from almanac.platform.runner import broken
+from almanac.web import run_now
 from almanac.web.api import scripts as scripts_api
 from almanac.web.api.schemas_scheduler import SOURCE_MAX, RunNowIn, ScriptCheckIn, ScriptIn
 from almanac.web.audit import audit
 from almanac.web.errors import envelope
 from almanac.web.views import script_extras as extras
 from almanac.web.views.common import (
-    SECURITY_HEADERS, PagePrincipal, ServicesDep, flash, is_htmx, page_router, redirect, render, tenant_db, validation_message,
+    SECURITY_HEADERS, PagePrincipal, ServicesDep, flash, is_htmx, page_router, payload_box, redirect, render, tenant_db,
+    validation_message,
 )
 
 router = page_router(read="admin", write="admin")
@@ -175,16 +181,61 @@ async def update_script(request: Request, script_id: int, principal: PagePrincip
 async def run_script(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
     """Run now and wait, as `POST /api/v1/scripts/{id}/run` does; show status, output, logs, duration."""
     form = await request.form()
-    payload_text = str(form.get("payload", "")).strip() or "null"
+    payload_text = str(form.get("payload", "")).strip()
     try:
-        body = RunNowIn(payload=json.loads(payload_text))
+        body = RunNowIn(payload=payload_box(payload_text))
     except (ValueError, PydanticError) as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).splitlines()[0]
-        return _run_answer(request, principal, services, script_id, payload_text, error=f"Payload is not JSON: {reason}.")
+        return await run_in_threadpool(_run_answer, request, principal, services, script_id, payload_text,
+                                       error=_not_json(exc))  # the page reads the database: not on the event loop
     run = await scripts_api.run_script(script_id, principal, services, request, body)
     emitted = await run_in_threadpool(_emitted, services, principal, run.id)
     return await run_in_threadpool(_run_answer, request, principal, services, script_id, payload_text, run=run,
                                    emitted=emitted)
+
+
+def _not_json(exc: Exception) -> str:
+    reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc).splitlines()[0]
+    return f"Payload is not JSON: {reason}."
+
+
+@router.post("/scripts/{script_id}/try")
+async def try_draft(request: Request, script_id: int, principal: PagePrincipal, services: ServicesDep) -> Response:
+    """Try draft: the source in the editor, unsaved, on the payload box's JSON. A trial through the one
+    admission path (trigger `trial`, counted against the daily budgets, recorded): its effects are shown,
+    never applied. A draft that does not parse is answered with its line and never admitted. Audited."""
+    values = await _read_form(request)
+    payload_text = str((await request.form()).get("payload", "")).strip()
+    answer = functools.partial(_draft_answer, request, principal, services, script_id, values, payload_text)
+    try:
+        draft = ScriptCheckIn.model_validate({"source": values["source"]}).source  # the size limit of saving
+        payload = RunNowIn(payload=payload_box(payload_text)).payload
+    except PydanticError as exc:
+        if any(e["loc"][:1] == ("source",) for e in exc.errors()):
+            return await run_in_threadpool(answer, error="Source: " + validation_message(exc))
+        return await run_in_threadpool(answer, error=_not_json(exc))
+    except ValueError as exc:
+        return await run_in_threadpool(answer, error=_not_json(exc))
+    check = await run_in_threadpool(scripts_api.check_answer, services.runner, draft)
+    if not check.ok:
+        where = f"Line {check.line}" + (f", column {check.column}" if check.column else "") + ": " if check.line else ""
+        return await run_in_threadpool(answer, error=f"The draft was not run. {where}{check.message}")
+    digest = hashlib.sha256(draft.encode()).hexdigest()
+    ran = await run_now.run_and_wait(
+        request, services, principal.tenant_slug, script_id, payload, trigger=admission.TRIAL, source=draft,
+        audit_entry=("script.try", f"script {script_id}", {"payload": payload, "source_sha256": digest,
+                                                            "source_chars": len(draft)}))
+    outcome = trial.trial_of(ran.admitted.result or broken(RuntimeError("the run was given up")))
+    return await run_in_threadpool(answer, trial=outcome, run=ran.run)
+
+
+def _draft_answer(request: Request, principal: PagePrincipal, services: ServicesDep, script_id: int,
+                  values: dict[str, Any], payload: str, **result: Any) -> Response:
+    """The trial's result panel (htmx), or the page again with the draft still in the editor."""
+    status = 422 if "error" in result else 200
+    if is_htmx(request):
+        return render(request, "_trial_result.html", status_code=status, **result)
+    script, _ = _load(services, principal, script_id)
+    return _form_page(request, script, values, status, payload=payload, trial_result=result)
 
 
 def _emitted(services: ServicesDep, principal: PagePrincipal, run_id: int) -> list[dict[str, Any]]:

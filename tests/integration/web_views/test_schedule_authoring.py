@@ -1,5 +1,5 @@
 """A schedule's page and edit form as an author uses them: the rule builder's fields filled
-back from the rule, a trial "Run with payload" that saves nothing, and the schedule's own calendar."""
+back from the rule, a trial "Try with payload" that saves nothing, and the schedule's own calendar."""
 
 from __future__ import annotations
 

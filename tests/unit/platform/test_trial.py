@@ -1,4 +1,4 @@
-"""A trial run (the schedule page's Run with payload): the script sees committed kv, and what it
+"""A trial run (a schedule page's Try with payload): the script sees committed kv, and what it
 would change comes back to be shown; nothing reaches the store."""
 
 from __future__ import annotations
