@@ -110,3 +110,18 @@ def test_the_monthly_report_reaches_the_managers(world: dict[str, Any]) -> None:
     assert sorted(mail.rcpt_tos) == ["anna@example.com", "ben@example.com"]
     assert message["Subject"] == f"Sales in {month}: 200.00"
     assert message.get_payload(decode=True).decode().strip() == f"2 orders, 200.00 EUR in {month}."
+
+
+def test_the_api_pages_habits_run_as_printed(world: dict[str, Any]) -> None:
+    """docs/reference/api.md's sample: roles, the error body, job keys, batches, pages."""
+    done = subprocess.run(["bash", str(EXAMPLES / "api-basics.sh")], env=world["env"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr + done.stdout
+    role, forbidden, missing, first, again, batch, *keys = done.stdout.splitlines()
+    assert role == "admin"
+    assert httpx.Response(403, content=forbidden).json()["error"]["code"] == "forbidden"
+    assert httpx.Response(404, content=missing).json()["error"]["code"] == "not_found"
+    assert (first, again) == ("201", "200")
+    items = httpx.Response(200, content=batch).json()["items"]
+    assert [(i["index"], i["key"]) for i in items] == [(0, "invoice-2026-001"), (1, "invoice-2026-002")]
+    assert {"invoice-2026-001", "invoice-2026-002"} <= set(keys) and len(keys) == len(set(keys))
