@@ -125,3 +125,23 @@ def test_the_api_pages_habits_run_as_printed(world: dict[str, Any]) -> None:
     items = httpx.Response(200, content=batch).json()["items"]
     assert [(i["index"], i["key"]) for i in items] == [(0, "invoice-2026-001"), (1, "invoice-2026-002")]
     assert {"invoice-2026-001", "invoice-2026-002"} <= set(keys) and len(keys) == len(set(keys))
+
+
+def test_a_script_calls_your_api_with_a_secret(world: dict[str, Any]) -> None:
+    """docs/guide/outside-world.md's files: allow a host and store a secret, then a script uses both."""
+    api, service = world["api"], LocalServer()
+    service.routes["/v1/customers/7/notifications"] = (202, {"queued": True})
+    try:
+        allowed, stored = _run("allow-and-secret.sh", world["env"], API_HOST=f"127.0.0.1:{service.port}",
+                               API_TOKEN_VALUE="sk_live_doc_example")
+        assert allowed["hosts"] == ["api.frankfurter.app", f"127.0.0.1:{service.port}"] and stored["name"] == "API_TOKEN"
+        made = api.post("/api/v1/scripts", json={"name": "notify", "source": (EXAMPLES / "notify-customer.js").read_text()})
+        payload = {"api": service.url("").rstrip("/"), "customer": 7, "message": "your order shipped"}
+        run = api.post(f"/api/v1/scripts/{made.json()['id']}/run", json={"payload": payload}).json()
+        assert run["status"] == "succeeded" and run["output"] == {"status": 202}, run
+        (seen,) = service.seen
+        headers = {name.lower(): value for name, value in seen["headers"].items()}
+        assert headers["authorization"] == "Bearer sk_live_doc_example"
+        assert seen["body"] == '{"message":"your order shipped"}'
+    finally:
+        service.close()
