@@ -104,7 +104,7 @@ def vacuum(url: str) -> None:
     tenant's occurrences past that, and autovacuum then vacuumed all 1,000 of them in 4 s, in the
     middle of the measured burst. Each vacuum invalidated its table's catalog entries in every
     backend, so the warm backends the warm-up had made met their tenants cold again (1,921/s in
-    such a sitting against 2,407/s in the next, ninth session).
+    such a sitting against 2,407/s in the next).
     """
     import psycopg
 

@@ -122,6 +122,7 @@ A script is an ES module whose default export is a (possibly async) function of 
 WebAssembly sandbox with the language and the globals below only: no file system, environment, process,
 module import or clock beyond `Date`. The editor's completion is built from the same table.
 
+<!-- block: script-api-example -->
 ```js
 export default async function (event) {
   const seen = (await almanac.kv.get("seen")) ?? 0;

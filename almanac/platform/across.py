@@ -24,7 +24,7 @@ way; PostgreSQL reads the same text either way).
 They run through `run`, on the driver's connection with PostgreSQL's own `$n` placeholders: their
 texts are long and never the same twice, and psycopg's conversion of `%(name)s` placeholders,
 uncached for such texts, and SQLAlchemy's result set-up were about a sixth of a worker's CPU in a
-burst (bench/HISTORY.md, 2026-11-28).
+burst (docs/decisions/0008-statements-across-tenants-raw.md).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def plan_for_key_lookups(conn: Any) -> None:
     `random_page_cost` (4, for spinning disks) and a tenant of 1,000 schedules whose tables were
     never analyzed, eight index lookups looked dearer than reading the whole table: the schedules'
     read, the claim's writes and the record scanned all 1,000 rows, a third of the executor's time
-    in a burst (measured; bench/HISTORY.md). Set for the transaction only
+    in a burst (docs/decisions/0019-plans-for-lookups-by-key.md). Set for the transaction only
     (`set_config(..., true)`): every other statement keeps the server's settings.
     """
     run(conn, "SELECT set_config('random_page_cost', %(cost)s, true)", {"cost": RANDOM_PAGE_COST})

@@ -26,7 +26,7 @@ Why a function: the statement's text names the tenants it writes, so it is new a
 pass, and PostgreSQL parsed, analysed and planned every tenant's four writes every time,
 a third of the statement's time. In the function they are static SQL that a backend plans
 once per tenant (a generic plan, kept for the connection's life): the statement around
-the calls is cheap to plan (bench/HISTORY.md, thirteenth session).
+the calls is cheap to plan (docs/decisions/0007-per-tenant-functions.md).
 
 The statement returns (part, occurrence id, run id) of every claimed occurrence. The
 rows are locked FOR UPDATE by the pass, so the compare-and-set cannot miss; should it

@@ -12,7 +12,7 @@ one call per tenant of its schema's `almanac_claim_reads()` (tenant revision t00
 with the tenant's place in the list. The function locks the occurrences as before (`FOR
 UPDATE SKIP LOCKED`) and makes the other reads from what it locked, as static SQL that a
 backend plans once per tenant: as five statements across tenants, whose text named the
-pass's tenants, each was parsed and planned afresh at every pass (measured; bench/HISTORY.md).
+pass's tenants, each was parsed and planned afresh at every pass (docs/decisions/0007-per-tenant-functions.md).
 The scripts' sources a process has not met yet are one more statement.
 The same columns are read as the per-tenant statements of `store_claim` (the row types
 below; `tests/unit/platform/test_claim_reads_columns.py` holds them to both), and times

@@ -211,7 +211,7 @@ def test_pause_with_a_note_from_the_list_by_keyboard(chromium, live, session_sta
 
 
 def test_admin_pages_by_keyboard_from_the_navigation(chromium, live, session_state):
-    """Each admin page of this round is a link in the main navigation, reached with Tab and opened with Enter."""
+    """Each admin page is a link in the main navigation, reached with Tab and opened with Enter."""
     context = _context(chromium, live, session_state, "wide", "light")
     page = context.new_page()
     try:

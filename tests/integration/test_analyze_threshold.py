@@ -2,7 +2,7 @@
 
 With autovacuum's default (50 rows + 10 %), a burst of a few dozen runs a tenant over a
 thousand tenants set off thousands of ANALYZEs at once, and the next burst drained 2-6 times
-slower (bench/HISTORY.md, 2026-11-27). Both ways a tenant gets its tables must set it: the
+slower (docs/decisions/0011-analyze-later.md). Both ways a tenant gets its tables must set it: the
 replay of the recorded migrations (a new tenant) and alembic (`almanac migrate`).
 """
 

@@ -27,7 +27,7 @@ _NO_STORE_PREFIXES = ("/static/",)
 
 
 def rotate(request: Request) -> None:
-    """Give this session a new id when the response is sent (the old id stops working)."""
+    """Give the session a new id when the response is sent (the old id stops working)."""
     request.scope[ROTATE_KEY] = True
 
 

@@ -3,8 +3,8 @@
 Every process may claim any tenant's due work from the shared index, and should (a process
 that dies leaves its tenants' work to the others at once). But a tenant met by every process
 is met cold by a backend of each: in a burst over 1,000 tenants on 4 processes, planning with
-cold catalog caches was a third of PostgreSQL's time (bench/HISTORY.md, 2026-11-27, tenth
-session). So within each round of its round robin a pass orders the rows of the tenants it holds
+cold catalog caches was a third of PostgreSQL's time (docs/decisions/
+0020-prefer-held-tenants.md). So within each round of its round robin a pass orders the rows of the tenants it holds
 timer leases for (`TenantLeases`, one holder a tenant) before the others': a tenant's work is
 claimed by its holder while the holder has room, and by anyone otherwise. These tests fail on
 the code before (`claim_across` had no `prefer`, and the timer did not pass its tenants), but

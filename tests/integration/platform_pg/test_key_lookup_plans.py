@@ -5,7 +5,7 @@ With PostgreSQL's default `random_page_cost` (4, for spinning disks) and a tenan
 1,000 schedules, the planner judged eight index lookups dearer than reading the 30 pages of
 `schedules` and filtering all 1,000 rows, and chose the sequential scan in the schedules'
 read, the claim's writes and the record: measured, a third of the executor's time in a burst
-(bench/HISTORY.md). The tenant here has that size, with statistics as autovacuum leaves
+(docs/decisions/0019-plans-for-lookups-by-key.md). The tenant here has that size, with statistics as autovacuum leaves
 them; every plan of a claim pass and of its record is captured by `auto_explain`, and none
 may read these tables sequentially. It fails on the code before `across.plan_for_key_lookups`.
 """

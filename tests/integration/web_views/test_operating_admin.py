@@ -1,4 +1,4 @@
-"""Admin pages of this round reachable from the navigation, the quotas page, and a run's
+"""Admin pages reachable from the navigation, the quotas page, and a run's
 stored event, CPU and fetches on its page."""
 
 from __future__ import annotations

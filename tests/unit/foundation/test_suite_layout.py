@@ -1,4 +1,4 @@
-"""The suite's own layout: `make test` runs the `timing` tests in a second session that collects only
+"""The suite's own layout: `make test` runs the `timing` tests in a second pytest run that collects only
 tests/acceptance (collecting the whole suite again took seconds), so a timing test anywhere else would
 run in neither part."""
 

@@ -4,8 +4,8 @@ A claim pass across tenants writes each tenant's next occurrences, its schedules
 `next_run_at`, its runs and the claimed occurrences' compare-and-set
 (`store_claim_across`). Written as data-modifying CTEs of one statement naming every
 tenant's schema, that text was new at every pass: PostgreSQL parsed, analysed and planned
-four writes a tenant every time, a third of the statement's time (bench/HISTORY.md,
-thirteenth session). `almanac_claim_writes()` holds the same four writes as static SQL
+four writes a tenant every time, a third of the statement's time (docs/decisions/
+0007-per-tenant-functions.md). `almanac_claim_writes()` holds the same four writes as static SQL
 in the tenant's schema: PL/pgSQL keeps a plan per statement per backend, and
 `plan_cache_mode = force_generic_plan` makes the first plan the one kept (without it the
 first five calls of every tenant in every backend would be planned afresh). The lanes
