@@ -142,19 +142,30 @@ def named(session: Session, rec: Any, calendar: str | None, policy: str | None, 
     names ("except holidays in Germany"); InvalidRule when both are given and disagree, a 422 for an
     unknown calendar, NeverFires when no occurrence survives it."""
     clause = getattr(rec, "calendar", None) if rec.input_kind == "text" else None
-    if clause is not None and clause.name is not None:
-        if calendar is not None and calendar.upper() != clause.name.upper():
-            raise InvalidRule(f"The rule says calendar {clause.name!r} but the calendar field says "
-                              f"{calendar[:64]!r}; give one of them, or the same in both.")
-        if policy is not None and policy != clause.policy:
-            raise InvalidRule(f"The rule says {clause.policy!r} for days that are not business days but "
-                              f"calendar_policy says {policy!r}; give one of them, or the same in both.")
-        calendar, policy = calendar or clause.name, clause.policy
+    if clause is not None:
+        calendar, policy = _with_clause(clause, calendar, policy)
     business = for_schedule(session, calendar, policy or "skip")
     if business is not None:
         # From the rule's start when it lies ahead: the check looks a bounded horizon from there.
         ensure_fires_with_calendar(rec, business.calendar, business.policy, max(now, rec.dtstart))
     return business
+
+
+def _with_clause(clause: Any, calendar: str | None, policy: str | None) -> tuple[str, str]:
+    """The calendar and policy when the rule's English speaks of business days: the fields may
+    repeat what it says, never contradict it; English that names no calendar ("every business
+    day", "except holidays") needs the `calendar` field, since guessing one would be silent."""
+    if clause.name is not None and calendar is not None and calendar.upper() != clause.name.upper():
+        raise InvalidRule(f"The rule says calendar {clause.name!r} but the calendar field says "
+                          f"{calendar[:64]!r}; give one of them, or the same in both.")
+    if policy is not None and policy != clause.policy:
+        raise InvalidRule(f"The rule says {clause.policy!r} for days that are not business days but "
+                          f"calendar_policy says {policy!r}; give one of them, or the same in both.")
+    chosen = calendar or clause.name
+    if chosen is None:
+        raise InvalidRule("The rule speaks of business days or holidays but names no calendar: say where "
+                          "(\"except holidays in Germany\", \"in DE-BY\") or choose a calendar.")
+    return chosen, clause.policy
 
 
 def upcoming(sch: Schedule, now: datetime, count: int) -> list[recurrence.Rolled]:

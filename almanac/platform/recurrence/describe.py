@@ -208,7 +208,9 @@ def _day_clauses(rule: Rule, plan: Plan) -> list[str]:
         noun = "day" if len(rule.byyearday) == 1 else "days"
         out.append(f" on the {_ordinals(rule.byyearday)} {noun} of the year")
     if plan.days.monthdays and (rule.bymonthday or rule.freq in ("YEARLY", "MONTHLY")):
-        tail = "" if rule.freq == "MONTHLY" else " day of the month"
+        last_is_negative = any(day < 0 for day in plan.days.monthdays)
+        # "on the last" alone reads as a word missing: a monthly rule ending in "last" says "day"
+        tail = " day of the month" if rule.freq != "MONTHLY" else (" day" if last_is_negative else "")
         out.append(f" on the {_ordinals(tuple(plan.days.monthdays))}{tail}")
     has_days = plan.days.plain or plan.days.nth
     if has_days and not _is_weekdays(rule, plan) and not _plain_days_head(rule, plan) \

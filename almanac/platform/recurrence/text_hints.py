@@ -56,7 +56,8 @@ def with_hint(err: InvalidRule, text: str, accepts: Callable[[str], bool]) -> In
     reason = err.message
     if reason.startswith("Cannot understand '"):
         reason = ""  # the quoted words already say it
-    hint = suggest(text, start, length, accepts)
+    # An ambiguous word has two readings: guessing one would be the silent guess the refusal avoids.
+    hint = None if "ambiguous" in reason else suggest(text, start, length, accepts)
     if hint and reason.startswith("Cannot understand the rule:"):
         reason = ""  # the suggestion replaces the general advice
     message = f'Could not use "{words}"' + (f": {reason}" if reason else ".")

@@ -174,3 +174,25 @@ def test_the_calendar_the_rule_s_english_names_fills_the_fields_and_a_disagreeme
             calendar_store.named(s, rec, None, "after", START)
         plain = calendar_store.named(s, replace(rec, calendar=None), None, None, START)
         assert plain is None
+
+
+def test_english_business_words_through_the_api_name_their_calendar_or_are_refused(api: Any) -> None:
+    """English that names a place fills the calendar; English that speaks of business days or
+    holidays without naming one is refused unless the calendar field names it: never a silent guess."""
+    viewer = api("viewer")
+    named = viewer.post("/api/v1/recurrence/preview", json={
+        "rule": "every weekday at 9am except holidays in Germany", "timezone": "Europe/Berlin",
+        "start": "2026-12-23T00:00:00", "count": 3})
+    assert named.status_code == 200, named.text
+    body = named.json()
+    assert body["calendar"] == "DE" and "DE" in body["description"]
+    assert [d[:10] for d in body["next"]] == ["2026-12-23", "2026-12-24", "2026-12-28"]  # 25th, 26th: holidays
+    for rule in ("every business day at 8", "every day at 10 except holidays"):
+        refused = viewer.post("/api/v1/recurrence/preview", json={"rule": rule, "timezone": "Europe/Berlin"})
+        assert refused.status_code == 422 and refused.json()["error"]["code"] == "invalid_rule"
+        assert "names no calendar" in refused.json()["error"]["message"]
+    given = viewer.post("/api/v1/recurrence/preview", json={
+        "rule": "every business day at 8", "timezone": "Europe/Berlin", "calendar": "DE-BY",
+        "start": "2027-01-05T00:00:00", "count": 2})
+    assert given.status_code == 200, given.text
+    assert [d[:10] for d in given.json()["next"]] == ["2027-01-05", "2027-01-07"]  # 6 Jan: Epiphany in Bavaria
