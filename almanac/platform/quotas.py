@@ -35,6 +35,7 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from almanac.db import TENANT_SCHEMA, SharedBase, UTCDateTime
 from almanac.errors import QuotaExceeded
+from almanac.platform.sql.functions import PENDING_JOBS_HELD
 
 MIB = 1024 * 1024
 # PostgreSQL only (t0017): one row per statement that changed the number of pending jobs, folded now and then.
@@ -215,7 +216,7 @@ def pending_jobs_used(dialect: str) -> Any:
 
 
 class _PendingJobsHeld(FunctionElement[int]):
-    """The tenant schema's `almanac_pending_jobs_held_v1(tenant key, quota key)` (t0023, PostgreSQL)."""
+    """The tenant schema's `almanac_pending_jobs_held_v1(tenant key, quota key)` (PostgreSQL, `sql/tenant/`)."""
 
     type = BigInteger()
     inherit_cache = True
@@ -226,7 +227,8 @@ def _held_sql(element: _PendingJobsHeld, compiler: Any, **kw: Any) -> str:
     # The function lives in the tenant's schema: named through the same schema placeholder as the
     # tenant's tables, which the connection's schema_translate_map turns into the tenant's schema.
     schema = compiler.preparer.quote_schema(compiler.preparer.schema_for_object(PENDING_JOB_COUNTS))
-    return f"{schema}.almanac_pending_jobs_held_v1({compiler.process(element.clauses, **kw)})"
+    given = [compiler.process(clause, **kw) for clause in element.clauses]
+    return PENDING_JOBS_HELD.call(schema, dict(zip(PENDING_JOBS_HELD.argument_names, given, strict=True)))
 
 
 def pending_jobs_held() -> Any:

@@ -1,0 +1,27 @@
+"""The SQL PostgreSQL keeps for the scheduler: its PL/pgSQL functions and triggers, one `.sql` file each.
+
+    shared/         functions of the shared schema (`{shared}` in the text): the due index's two
+                    triggers and its bulk move, the delivery signals' trigger
+    tenant/         functions of every tenant's schema (`{tenant}`): the claim pass's reads and writes,
+                    the record of plain finished runs, the pending-jobs count and its lock; and
+                    `triggers.sql`, the tenant tables' triggers
+    functions.py    each function the Python calls, declared once (its arguments and returned columns),
+                    and the calls made from that declaration, with named arguments
+
+A file here is the current state. Migrations never read it: each installs a frozen copy kept
+with it (`almanac/migrations/sql/<revision>/`), and a test holds every file here equal to the
+copy of the newest migration that installs it. So changing a function is a new file under a new
+versioned name (`..._v3`) and a migration that installs it; the old version stays installed for
+the workers of the previous release (docs/decisions/0230-sql-in-sql-files.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+FOLDER = Path(__file__).parent
+
+
+def current(tree: str, name: str) -> str:
+    """The current text of `tree/name.sql` (`tree`: "shared" or "tenant")."""
+    return (FOLDER / tree / f"{name}.sql").read_text()
