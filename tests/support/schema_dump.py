@@ -12,7 +12,6 @@ import re
 import sqlite3
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import text
 
