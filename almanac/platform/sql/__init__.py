@@ -13,6 +13,15 @@ with it (`almanac/migrations/sql/<revision>/`), and a test holds every file here
 copy of the newest migration that installs it. So changing a function is a new file under a new
 versioned name (`..._v3`) and a migration that installs it; the old version stays installed for
 the workers of the previous release (docs/decisions/0230-sql-in-sql-files.md).
+
+Writes made both here and by SQLAlchemy Core (the per-tenant path, SQLite's and the savepoint
+fallback's) are held equal by tests that run both forms on the same input on PostgreSQL and
+compare the rows, the due index's included:
+
+    almanac_claim_writes_v2   test_claim_across_writes.py::test_the_one_statement_writes_what_the_tenant_by_tenant_claim_writes
+    almanac_record_plain_v2   test_record_across.py::test_the_one_statement_writes_what_the_per_tenant_records_write
+    almanac_due_index_moved_v2 / the due-index triggers
+                              test_due_index_by_statement.py (the index mirrors the occurrences either way)
 """
 
 from __future__ import annotations
