@@ -14,7 +14,7 @@ from sqlalchemy.schema import CreateSchema
 
 import almanac
 from almanac.db import Database, SharedBase, TenantBase, schema_for
-from almanac.platform.sql import FOLDER
+from almanac.platform.sql import FOLDER, INSTALLED
 
 
 def _import_all_models() -> None:
@@ -92,7 +92,7 @@ def _install_current(database: Database, tenant: str, shared: str) -> None:
         for schema in (tenant, shared):
             conn.execute(CreateSchema(schema))
         TenantBase.metadata.create_all(conn.execution_options(schema_translate_map={"tenant": tenant}))
-        for path in sorted(FOLDER.glob("*/*.sql")):
+        for path in sorted(path for tree in INSTALLED for path in (FOLDER / tree).glob("*.sql")):
             # unquoted, as the migrations' quoting leaves such names
             body = path.read_text().replace("{tenant}", tenant).replace("{shared}", shared)
             for statement in body.split("\n;\n"):

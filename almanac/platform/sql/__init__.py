@@ -5,6 +5,7 @@
     tenant/         functions of every tenant's schema (`{tenant}`): the claim pass's reads and writes,
                     the record of plain finished runs, the pending-jobs count and its lock; and
                     `triggers.sql`, the tenant tables' triggers
+    statements/     hot statements the Python sends as they are (`statement(name)`): the claim pass's pick
     functions.py    each function the Python calls, declared once (its arguments and returned columns),
                     and the calls made from that declaration, with named arguments
 
@@ -31,6 +32,15 @@ from pathlib import Path
 FOLDER = Path(__file__).parent
 
 
+INSTALLED = ("shared", "tenant")  # the folders whose files migrations install (frozen copies)
+
+
 def current(tree: str, name: str) -> str:
     """The current text of `tree/name.sql` (`tree`: "shared" or "tenant")."""
     return (FOLDER / tree / f"{name}.sql").read_text()
+
+
+def statement(name: str) -> str:
+    """`statements/name.sql` without its comment lines (a `:word` in a comment would read as a parameter)."""
+    lines = (FOLDER / "statements" / f"{name}.sql").read_text().splitlines()
+    return "\n".join(line for line in lines if not line.lstrip().startswith("--")) + "\n"

@@ -12,14 +12,14 @@ import re
 from pathlib import Path
 
 from almanac.migrations.pg_names import FROZEN
-from almanac.platform.sql import FOLDER
+from almanac.platform.sql import FOLDER, INSTALLED
 from almanac.platform.sql.functions import CALLED
 
 _CREATED = re.compile(r"CREATE (?:OR REPLACE )?FUNCTION \{(tenant|shared)\}\.(\w+)\(")
 
 
 def _current() -> dict[str, Path]:
-    return {path.name: path for path in sorted(FOLDER.glob("*/*.sql"))}
+    return {path.name: path for tree in INSTALLED for path in sorted((FOLDER / tree).glob("*.sql"))}
 
 
 def _newest_frozen() -> dict[str, Path]:
