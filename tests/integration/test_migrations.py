@@ -7,6 +7,7 @@ import importlib
 import pkgutil
 from typing import Any, Callable
 
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import MetaData, text
@@ -15,6 +16,7 @@ from sqlalchemy.schema import CreateSchema
 import almanac
 from almanac.db import Database, SharedBase, TenantBase, schema_for
 from almanac.platform.sql import FOLDER, INSTALLED
+from almanac.tenants.migrations import _config, upgrade_tenant
 
 
 def _import_all_models() -> None:
@@ -117,3 +119,26 @@ def test_migrated_functions_and_triggers_are_the_current_sql_files(pg: Database,
             current = _defined(conn, query, current_schema, names)
             assert set(migrated) == set(current) | older, migrated_schema
             assert {n: migrated[n] for n in current} == current
+
+
+def test_the_versioned_functions_go_down_to_the_unversioned_triggers_and_back(
+        pg: Database, make_tenant: Callable[..., str]) -> None:
+    """t0025's downgrade points the tenant's triggers back at the unversioned functions, and drops its own."""
+    slug = make_tenant()
+    schema = schema_for(slug)
+
+    def called() -> set[str]:
+        with pg.engine.connect() as conn:
+            return {d.rsplit("EXECUTE FUNCTION ", 1)[1] for d in _defined(conn, _TRIGGERS, schema, {}).values()}
+
+    assert called() == {"{shared}.almanac_due_index_v2()", "{shared}.almanac_due_index_inserted_v2()",
+                        "{shared}.almanac_delivery_signal_v2()", f"{schema}.almanac_pending_jobs_changed_v2()"}
+    with pg.tenant_connection(slug) as conn:
+        command.downgrade(_config("tenant", conn, schema, pg.settings), "t0024_ids_never_reused")
+        conn.commit()
+    assert called() == {"{shared}.almanac_due_index()", "{shared}.almanac_due_index_inserted()",
+                        "{shared}.almanac_delivery_signal()", f"{schema}.almanac_pending_jobs_changed()"}
+    upgrade_tenant(pg, slug)
+    assert {c.removesuffix("_v2()") for c in called()} == {
+        "{shared}.almanac_due_index", "{shared}.almanac_due_index_inserted", "{shared}.almanac_delivery_signal",
+        f"{schema}.almanac_pending_jobs_changed"}
