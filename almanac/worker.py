@@ -38,7 +38,6 @@ from almanac.platform.timer_leases import TenantLeases
 from almanac.retention import Pruner
 from almanac.sandbox.capabilities import CapabilityError, ForwardingCapabilities
 from almanac.sandbox.contract import RunRequest, RunResult
-from almanac.sandbox import Sandbox, SandboxPool
 from almanac.settings import Settings
 from almanac.tenants.registry import list_slugs
 
@@ -183,6 +182,8 @@ class SandboxRunner:
         return pool.worker_counts() if pool is not None else {"alive": 0, "recycled": 0, "lost": 0}
 
     def _start_pool(self) -> None:
+        from almanac.sandbox import SandboxPool  # deferred: wasmtime loads only when scripts are to run
+
         try:
             pool = SandboxPool(workers=self.processes, cache_dir=self._cache_dir,
                                **({} if self.spares is None else {"spares": self.spares}))
@@ -204,6 +205,8 @@ class SandboxRunner:
             if self._pool is not None:
                 return self._pool
             if self._sandbox is None:
+                from almanac.sandbox import Sandbox  # deferred: as in `_start_pool`
+
                 self._sandbox = Sandbox(self._cache_dir)
             return self._sandbox
 

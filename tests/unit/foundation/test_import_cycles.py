@@ -4,7 +4,7 @@ The graph holds every module's imports of almanac: the top-level ones and those 
 but for a function-local import marked `# cycle: <a> -> <b>` (on its line or the line above), the
 one way a cycle may stay, named so that a reader knows why the import hides there. A function-local
 import may also be marked `# deferred: <why>` (the CLI's server and worker commands load the web
-stack and the sandbox only when run): it stays in the graph, so it can never hide a cycle
+stack, the worker wasmtime, only when used): it stays in the graph, so it can never hide a cycle
 (docs/decisions/0231-import-cycles.md). Imports under
 `if TYPE_CHECKING:` never run and are left out. A cycle is a strongly connected part of the graph
 with more than one module. A module's own package is not an edge of it (see `_ancestors`).
