@@ -101,9 +101,9 @@ def _utc(value: datetime | None) -> Any:
     return None if value is None else value.astimezone(timezone.utc)
 
 
-# `almanac_claim_reads_v2`'s columns are selected by name, after the part: a row type's field `f` is
-# the column `<prefix>_f`, and its place in the row comes from the function's declaration.
-_COLUMNS = ", ".join(f"r.{name}" for name in CLAIM_READS.column_names)
+# A row is (part, `almanac_claim_reads_v2`'s columns in their declared order): a row type's field `f`
+# is the column `<prefix>_f`, found by name in the declaration, which a test holds to the installed
+# function. `r.*`, not the 42 names: PostgreSQL parses this text anew at every pass, once a tenant.
 _ORDER = " ORDER BY part, kind, o_priority DESC, o_due_at, o_id"  # each tenant's due rows in the order it decides them
 
 
@@ -123,7 +123,7 @@ _UTC_JOB = JobRow._fields.index("run_at")
 
 def _read(i: int, schema: str) -> str:
     values = {"a_ids": f"%(ids{i})s::int[]", "a_now": "%(now)s", "a_day": "%(day)s", "a_running": "%(running)s"}
-    return f"SELECT {i} AS part, {_COLUMNS} FROM {CLAIM_READS.call(schema, values)} AS r"
+    return f"SELECT {i} AS part, r.* FROM {CLAIM_READS.call(schema, values)} AS r"
 
 
 _SOURCES = ("SELECT {i}, script_id, version, source FROM {schema}.script_versions "
