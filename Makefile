@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 XDIST  ?= auto
 UV_COMPILE := $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 --generate-hashes -q
 
-.PHONY: install install-dev run test test-fast lint lock bench clean sandbox-wasm sandbox-wasm-check editor docs
+.PHONY: install install-dev run test test-fast lint lock bench clean sandbox-wasm sandbox-wasm-check editor docs schema-snapshot
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Almanac needs Python 3.11+"; exit 1; }
@@ -58,6 +58,11 @@ docs: install-dev
 	$(BIN)/python tools/settings_table.py --check
 	$(BIN)/python tools/decisions_index.py --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The committed schema (almanac/migrations/schema/): what migrating from empty makes, on PostgreSQL
+# (pg_dump, normalised) and SQLite (sqlite_master). Rewrite it after a migration, then review the diff.
+schema-snapshot: install-dev
+	ALMANAC_SCHEMA_SNAPSHOT=write $(BIN)/pytest -q -p no:randomly tests/integration/test_schema_snapshot.py -k snapshot
 
 bench: install-dev
 	$(BIN)/python bench/run_all.py

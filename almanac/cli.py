@@ -10,10 +10,15 @@ from typing import Annotated, Optional
 
 import typer
 
+from almanac import logs, retention
 from almanac.db import Database
+from almanac.delivery.models import Target
 from almanac.errors import AlmanacError
+from almanac.platform import quotas
 from almanac.platform.clock import SystemClock
 from almanac.settings import Settings
+from almanac.tenants import auth, people, registry
+from almanac.vault import rotation
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None)
 tenant_app = typer.Typer(no_args_is_help=True, help="Tenants: create, list, quota.")
@@ -42,8 +47,6 @@ def _settings() -> Settings:
 
 
 def _setup_logging(settings: Settings) -> None:
-    from almanac import logs
-
     logs.configure(settings.log_level)
 
 
@@ -55,8 +58,6 @@ def _database() -> Database:
 @app.command()
 def migrate() -> None:
     """Upgrade the shared schema and every tenant's schema."""
-    from almanac.tenants import registry
-
     db = _database()
     report = registry.migrate_all(db)
     for slug, reason in report.failed.items():
@@ -77,6 +78,7 @@ def serve(
     """Web UI + API, and the scheduler unless told not to."""
     import uvicorn
 
+    # deferred: the server and the worker load the web stack and the sandbox, which the other commands never use
     from almanac.web.app import create_app
     from almanac.worker import build_services
 
@@ -87,7 +89,6 @@ def serve(
     if demo:
         _ensure_demo(services.db, sign_in_url(host or settings.host, port or settings.port))
     app_ = create_app(settings, services=services, run_scheduler=not no_scheduler)
-    from almanac import logs
 
     # proxy_headers off: uvicorn would believe X-Forwarded-For from 127.0.0.1 (or FORWARDED_ALLOW_IPS);
     # the app believes only ALMANAC_TRUSTED_PROXIES (almanac.web.app).
@@ -104,8 +105,6 @@ def sign_in_url(host: str, port: int) -> str:
 
 
 def _ensure_demo(db: Database, url: str) -> None:
-    from almanac.tenants import registry
-
     registry.migrate_all(db)
     if DEMO_SLUG in registry.list_slugs(db):
         typer.echo(f"Demo tenant exists: sign in at {url} as {DEMO_EMAIL} (password printed on first start).")
@@ -122,7 +121,7 @@ def _ensure_demo(db: Database, url: str) -> None:
 @app.command()
 def worker() -> None:
     """The scheduler and script runner alone (run several for scale-out)."""
-    from almanac.worker import run_worker
+    from almanac.worker import run_worker  # deferred: as in `serve`
 
     settings = _settings()
     _setup_logging(settings)
@@ -138,8 +137,6 @@ def tenant_create(
     min_interval_seconds: Annotated[Optional[int], typer.Option("--min-interval-seconds")] = None,
 ) -> None:
     """New tenant with its own schema and first admin."""
-    from almanac.tenants import registry
-
     db = _database()
     registry.migrations.upgrade_shared(db)
     created = registry.create_tenant(
@@ -157,8 +154,6 @@ def tenant_create(
 @tenant_app.command("list")
 def tenant_list() -> None:
     """Tenants, one a line."""
-    from almanac.tenants import registry
-
     db = _database()
     with db.shared_session() as session:
         for tenant in registry.list_tenants(session):
@@ -179,9 +174,6 @@ def tenant_quota(
     cpu_seconds_per_day: QuotaOption = None,
 ) -> None:
     """Shows, or sets, a tenant's quotas (with each one's use)."""
-    from almanac.platform import quotas
-    from almanac.tenants import registry
-
     changes = {name: value for name, value in dict(
         kv_mb=kv_mb, kv_keys=kv_keys, schedules=schedules, pending_jobs=pending_jobs,
         runs_per_day=runs_per_day, cpu_seconds_per_day=cpu_seconds_per_day).items() if value is not None}
@@ -204,9 +196,6 @@ def tenant_retention(
     default: Annotated[bool, typer.Option("--default", help="back to ALMANAC_RETENTION_DAYS")] = False,
 ) -> None:
     """Shows, or sets, how many days of a tenant's history (runs, events, deliveries) are kept."""
-    from almanac import retention
-    from almanac.tenants import registry
-
     if days is not None and default:
         raise CliError("give --days or --default, not both")
     db = _database()
@@ -225,9 +214,6 @@ def prune(
                                                  "[ALMANAC_PRUNE_BATCH]")] = None,
 ) -> None:
     """Prunes history past each tenant's retention now, in small batches (the server also does it periodically)."""
-    from almanac import retention
-    from almanac.tenants import registry
-
     db = _database()
     with db.shared_session() as session:
         slugs = [t.slug for t in ([registry.get_tenant(session, tenant)] if tenant else registry.list_tenants(session))]
@@ -248,8 +234,6 @@ def user_add(
     password: Annotated[Optional[str], typer.Option("--password")] = None,
 ) -> None:
     """Adds a member."""
-    from almanac.tenants import people, registry
-
     db = _database()
     with db.shared_session() as session:
         row = registry.get_tenant(session, tenant)
@@ -266,8 +250,6 @@ def token_create(
     role: RoleOption,
 ) -> None:
     """Prints a new API token; the token alone is the last line."""
-    from almanac.tenants import auth, registry
-
     db = _database()
     with db.shared_session() as session:
         row = registry.get_tenant(session, tenant)
@@ -281,10 +263,6 @@ def token_create(
 def secrets_rotate_key() -> None:
     """Re-encrypts every tenant's secrets (and webhook signing secrets) under a new key (ALMANAC_SECRETS_KEY)."""
     from sqlalchemy import Table
-
-    from almanac.delivery.models import Target
-    from almanac.tenants import registry
-    from almanac.vault import rotation
 
     db = _database()
     registry.migrate_all(db)  # every tenant has the secrets table before it is read

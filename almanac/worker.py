@@ -39,6 +39,7 @@ from almanac.retention import Pruner
 from almanac.sandbox.capabilities import CapabilityError, ForwardingCapabilities
 from almanac.sandbox.contract import RunRequest, RunResult
 from almanac.settings import Settings
+from almanac.tenants.registry import list_slugs
 
 log = logging.getLogger("almanac.worker")
 
@@ -181,7 +182,7 @@ class SandboxRunner:
         return pool.worker_counts() if pool is not None else {"alive": 0, "recycled": 0, "lost": 0}
 
     def _start_pool(self) -> None:
-        from almanac.sandbox import SandboxPool
+        from almanac.sandbox import SandboxPool  # deferred: wasmtime loads only when scripts are to run
 
         try:
             pool = SandboxPool(workers=self.processes, cache_dir=self._cache_dir,
@@ -204,7 +205,7 @@ class SandboxRunner:
             if self._pool is not None:
                 return self._pool
             if self._sandbox is None:
-                from almanac.sandbox import Sandbox
+                from almanac.sandbox import Sandbox  # deferred: as in `_start_pool`
 
                 self._sandbox = Sandbox(self._cache_dir)
             return self._sandbox
@@ -341,8 +342,6 @@ class ScaledScheduler:
 
 
 def build_services(settings: Settings, *, clock: Clock | None = None, runner: Any = None) -> Services:
-    from almanac.tenants.registry import list_slugs
-
     clock = clock or SystemClock()
     db = Database(settings)
     store = SqlStore(db, lease_margin_s=settings.lease_margin_s)

@@ -16,7 +16,7 @@ from email.utils import make_msgid
 from typing import Any
 
 from almanac.delivery import templates
-from almanac.delivery.sending import Job, Result
+from almanac.delivery.attempt import Job, Result
 
 EXCERPT_MAX = 300
 

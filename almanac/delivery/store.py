@@ -25,7 +25,7 @@ from almanac.delivery import policy
 from almanac.delivery.models import (
     DEAD, DELIVERING, FAILED, OPEN, PENDING, SUCCEEDED, Delivery, DeliveryAttempt, EventFanout, Target,
 )
-from almanac.delivery.sending import Job, Result
+from almanac.delivery.attempt import Job, Result
 from almanac.errors import Conflict, NotFound
 from almanac.platform.models import Event
 

@@ -17,7 +17,7 @@ import httpcore
 from almanac.delivery import signing
 from almanac.egress import netguard
 from almanac.egress.transport import PinnedBackend
-from almanac.delivery.sending import Job, Result
+from almanac.delivery.attempt import Job, Result
 
 EXCERPT_MAX = 300
 USER_AGENT = "Almanac-Webhooks/1"

@@ -7,6 +7,8 @@ connection need not find it), the tenant's schema is the one alembic's env was g
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import sqlalchemy as sa
 from alembic import context, op
 
@@ -33,3 +35,20 @@ def create_planned_once(schema: str, name: str, arguments: str, returns: str, bo
     op.execute(f"CREATE OR REPLACE FUNCTION {schema}.{name}({arguments})\nRETURNS {returns}\n"
                "LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET random_page_cost = 1.1\n"
                f"AS $body${body}$body$")
+
+
+# Frozen copies of `almanac/platform/sql/`, one folder per revision that installs them: a migration
+# must install the text it was written with, whatever the current files say later.
+FROZEN = Path(__file__).parent / "sql"
+
+
+def install_frozen(revision: str, name: str, *, tenant: str = "", shared: str = "") -> None:
+    """Run `sql/<revision>/<name>.sql` with `{tenant}` / `{shared}` replaced by these quoted schemas.
+
+    A file of several statements ends each with a line holding only ";" (a function's body has `;`
+    inside its lines, never alone on one).
+    """
+    text = (FROZEN / revision / f"{name}.sql").read_text().replace("{tenant}", tenant).replace("{shared}", shared)
+    for statement in text.split("\n;\n"):
+        if any(line.strip() and not line.lstrip().startswith("--") for line in statement.splitlines()):
+            op.execute(statement)

@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 import psycopg
 
 from almanac.db import met_schema, schema_for
+from almanac.platform.sql.functions import DUE_INDEX_MOVED
 
 T = TypeVar("T")
 
@@ -142,13 +143,14 @@ def index_moves(moved: Sequence[str]) -> str:
 
     `moved`: SELECTs of (slug, id, due_at, priority) of the occurrences written (claimed,
     released, requeued, new); each one's entry is replaced by one at its new due time, or
-    none when that is NULL (`almanac_due_index_moved()`, shared revision s0011). `ixm` is one
+    none when that is NULL (`sql.functions.DUE_INDEX_MOVED`). `ixm` is one
     row, and only runs if the statement's result reads it; it runs after those writes, since
     its input is their RETURNING rows.
     """
     rows = " UNION ALL ".join(moved)
-    return ("ixm AS (SELECT almanac_due_index_moved(array_agg(slug), array_agg(id), array_agg(due_at), "
-            f"array_agg(priority)) AS written FROM ({rows}) AS m(slug, id, due_at, priority))")
+    call = DUE_INDEX_MOVED.call("", {"p_slugs": "array_agg(slug)", "p_ids": "array_agg(id)",
+                                     "p_dues": "array_agg(due_at)", "p_priorities": "array_agg(priority)"})
+    return f"ixm AS (SELECT {call} AS written FROM ({rows}) AS m(slug, id, due_at, priority))"
 
 
 def per_tenant_calls(calls: Sequence[str], moved: str) -> str:

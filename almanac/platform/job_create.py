@@ -33,6 +33,7 @@ from almanac.db import Database
 from almanac.platform import planning, quotas
 from almanac.platform.models import JOB_PENDING, Job, Occurrence, Script
 from almanac.platform.notify import CHANNEL
+from almanac.platform.service import JOB_FIELDS, PutJob
 
 _J = cast(Table, Job.__table__)
 _O = cast(Table, Occurrence.__table__)
@@ -80,8 +81,6 @@ def create_job(db: Database, tenant: str, key: str, fields: dict[str, Any], now:
     occurrence at `run_at`, and each companion row, committed; the job's `service.PutJob`. None, with
     nothing written, when the job could not simply be created: the caller then runs `put_job`.
     PostgreSQL only. `notify`: wake every process's timer (NOTIFY) with the commit."""
-    from almanac.platform.service import JOB_FIELDS, PutJob  # service imports planning; no cycle at import
-
     values: dict[str, Any] = {name: fields.get(name) for name in JOB_FIELDS}
     values.update(key=key, state=JOB_PENDING, root_key=key, depth=0, created_by_run_id=None, created_at=now,
                   updated_at=now)

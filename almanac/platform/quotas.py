@@ -35,6 +35,8 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from almanac.db import TENANT_SCHEMA, SharedBase, UTCDateTime
 from almanac.errors import QuotaExceeded
+from almanac.platform.models import JOB_PENDING, KV, Job, Run, Schedule
+from almanac.platform.sql.functions import PENDING_JOBS_HELD
 
 MIB = 1024 * 1024
 # PostgreSQL only (t0017): one row per statement that changed the number of pending jobs, folded now and then.
@@ -153,8 +155,6 @@ def _octets(s: Session, column: Any) -> Any:
 
 def kv_use(s: Session) -> tuple[int, int]:
     """(keys, bytes) of the tenant's kv."""
-    from almanac.platform.models import KV
-
     keys, size = s.execute(select(func.count(), func.coalesce(func.sum(_octets(s, KV.key) + _octets(s, KV.value)), 0))
                            .select_from(KV)).one()
     return int(keys), int(size)
@@ -162,8 +162,6 @@ def kv_use(s: Session) -> tuple[int, int]:
 
 def day_use(s: Session, now: datetime) -> tuple[int, int]:
     """(runs started today, their milliseconds) in the tenant, UTC day."""
-    from almanac.platform.models import Run
-
     runs, ms = s.execute(select(func.count(), func.coalesce(func.sum(Run.duration_ms), 0)).where(
         Run.created_at >= day_start(now), Run.status.not_in(("skipped", "expired")))).one()
     assert ms is not None  # coalesce(..., 0)
@@ -172,8 +170,6 @@ def day_use(s: Session, now: datetime) -> tuple[int, int]:
 
 def use(s: Session, now: datetime) -> dict[str, int]:
     """Every quota's use, by quota name (kv in bytes, run time in seconds)."""
-    from almanac.platform.models import Schedule
-
     keys, size = kv_use(s)
     runs, ms = day_use(s, now)
     return {
@@ -198,8 +194,6 @@ def ensure_room(what: str, used: int, adding: int, limit: int) -> None:
 
 
 def check_schedules(s: Session, quotas: Quotas, adding: int = 1) -> None:
-    from almanac.platform.models import Schedule
-
     hold(s, "schedules")
     ensure_room("schedules", s.execute(select(func.count()).select_from(Schedule)).scalar_one(), adding,
                 quotas.schedules)
@@ -209,13 +203,12 @@ def pending_jobs_used(dialect: str) -> Any:
     """The tenant's pending jobs as a scalar subquery: their kept count on PostgreSQL, a count on SQLite."""
     if dialect == "postgresql":
         return select(func.coalesce(func.sum(PENDING_JOB_COUNTS.c.n), 0)).scalar_subquery()
-    from almanac.platform.models import JOB_PENDING, Job
 
     return select(func.count()).select_from(Job).where(Job.state == JOB_PENDING).scalar_subquery()
 
 
 class _PendingJobsHeld(FunctionElement[int]):
-    """The tenant schema's `almanac_pending_jobs_held_v1(tenant key, quota key)` (t0023, PostgreSQL)."""
+    """The tenant schema's `almanac_pending_jobs_held_v1(tenant key, quota key)` (PostgreSQL, `sql/tenant/`)."""
 
     type = BigInteger()
     inherit_cache = True
@@ -226,7 +219,8 @@ def _held_sql(element: _PendingJobsHeld, compiler: Any, **kw: Any) -> str:
     # The function lives in the tenant's schema: named through the same schema placeholder as the
     # tenant's tables, which the connection's schema_translate_map turns into the tenant's schema.
     schema = compiler.preparer.quote_schema(compiler.preparer.schema_for_object(PENDING_JOB_COUNTS))
-    return f"{schema}.almanac_pending_jobs_held_v1({compiler.process(element.clauses, **kw)})"
+    given = [compiler.process(clause, **kw) for clause in element.clauses]
+    return PENDING_JOBS_HELD.call(schema, dict(zip(PENDING_JOBS_HELD.argument_names, given, strict=True)))
 
 
 def pending_jobs_held() -> Any:

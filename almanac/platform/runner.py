@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol
 from almanac import jsonsafe
 from almanac.sandbox.contract import RunRequest, RunResult
 from almanac.sandbox.effects import RunBuffer
+from almanac.sandbox.capabilities import BY_OP
 
 OUTPUT_MAX = 64 * 1024
 LOGS_MAX = 64 * 1024
@@ -104,8 +105,6 @@ class _Calls:
     """A Python function's view of the capabilities: each registry entry's check, then the run's buffer."""
 
     def __init__(self, buffer: RunBuffer, limit: int) -> None:
-        from almanac.sandbox.capabilities import BY_OP
-
         self._buffer, self._limit, self._ops = buffer, limit, BY_OP
 
     def _call(self, op: str, *args: Any) -> Any:

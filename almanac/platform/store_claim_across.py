@@ -8,7 +8,7 @@ compare-and-set, each a round trip and ~0.1 ms of the worker's Python for a row.
 
 Here the pass defers those writes (`_claim_rows(..., defer=True)`) and makes them at its
 end, up to `across.TENANTS_PER_STATEMENT` tenants a statement, each tenant's part one call
-of its schema's `almanac_claim_writes()` (tenant revision t0020), which makes them as
+of its schema's `almanac_claim_writes_v2()` (`sql/tenant/`), which makes them as
 data-modifying CTEs:
 
     pl   the schedules' next occurrences, INSERT ... ON CONFLICT DO NOTHING
@@ -42,16 +42,13 @@ from typing import Any
 
 from almanac.platform.across import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
 from almanac.platform.models import RUNNING
+from almanac.platform.sql.functions import CLAIM_WRITES
 
-# (column, array type) of a new occurrence and of a new run, in the order of their values' keys.
-_OCCURRENCE = (("scheduled_for", "timestamptz"), ("due_at", "timestamptz"), ("priority", "int"),
-               ("trigger", "varchar"), ("status", "varchar"), ("attempt", "int"), ("created_at", "timestamptz"),
-               ("schedule_id", "int"), ("schedule_version", "int"))
-_RUN = (("occurrence_id", "int"), ("schedule_id", "int"), ("job_key", "varchar"), ("script_id", "int"),
-        ("script_version", "int"), ("trigger", "varchar"), ("scheduled_for", "timestamptz"),
-        ("created_at", "timestamptz"), ("started_at", "timestamptz"), ("status", "varchar"), ("attempt", "int"),
-        ("lease_token", "varchar"))
-_CAS = (("id", "int"), ("status", "varchar"), ("attempt", "int"), ("token", "varchar"), ("lease", "timestamptz"))
+# Each group of `almanac_claim_writes_v2`'s arguments, by prefix: the column each one carries.
+_OCCURRENCE = tuple(name.removeprefix("pl_") for name in CLAIM_WRITES.argument_names if name.startswith("pl_"))
+_RUN = tuple(name.removeprefix("ru_") for name in CLAIM_WRITES.argument_names if name.startswith("ru_"))
+_CAS = tuple(name.removeprefix("cas_") for name in CLAIM_WRITES.argument_names if name.startswith("cas_"))
+_KINDS = {name: kind.removesuffix("[]") for name, kind in CLAIM_WRITES.arguments}
 
 
 class Part:
@@ -66,24 +63,26 @@ class Part:
 
 
 def _part_params(i: int, part: Part) -> dict[str, Any]:
+    """Part `i`'s arguments as parameters named `<argument>_<i>`."""
     params: dict[str, Any] = {}
-    for name, rows, cols in (("pl", part.occurrences, _OCCURRENCE), ("ru", part.runs, _RUN)):
-        for col, kind in cols:
+    for prefix, rows, cols in (("pl", part.occurrences, _OCCURRENCE), ("ru", part.runs, _RUN)):
+        for col in cols:
+            name = f"{prefix}_{col}"
             key = "b_" + col  # made once a column, not once a row
-            params[f"{name}{i}_{col}"] = array_literal([row[key] for row in rows], kind)
+            params[f"{name}_{i}"] = array_literal([row[key] for row in rows], _KINDS[name])
     last = {row["b_id"]: row["b_next"] for row in part.nexts}  # planned twice: the last one's time wins
-    params[f"nx{i}_id"] = array_literal(last, "int")
-    params[f"nx{i}_next"] = array_literal(last.values(), "timestamptz")
-    for k, (col, kind) in enumerate(_CAS):
-        params[f"cas{i}_{col}"] = array_literal([row[k] for row in part.cas], kind)
+    params[f"nx_id_{i}"] = array_literal(last, "int")
+    params[f"nx_next_{i}"] = array_literal(last.values(), "timestamptz")
+    for k, col in enumerate(_CAS):
+        params[f"cas_{col}_{i}"] = array_literal([row[k] for row in part.cas], _KINDS[f"cas_{col}"])
     return params
 
 
-def _arguments(i: int) -> str:
-    """Part `i`'s arguments of `almanac_claim_writes` (tenant revision t0020), in its order."""
-    keys = ([f"pl{i}_{col}" for col, _ in _OCCURRENCE] + [f"nx{i}_id", f"nx{i}_next"]
-            + [f"ru{i}_{col}" for col, _ in _RUN] + [f"cas{i}_{col}" for col, _ in _CAS])
-    return ", ".join(f"%({key})s" for key in keys)
+def _call(i: int, schema: str) -> str:
+    """Part `i`'s call of `almanac_claim_writes_v2`, its arguments by name (`running` shared by all)."""
+    values = {name: f"%({name}_{i})s" for name in CLAIM_WRITES.argument_names}
+    values["running"] = "%(running)s"
+    return CLAIM_WRITES.call(schema, values)
 
 
 def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str, dict[str, Any]]:
@@ -96,8 +95,7 @@ def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str,
     for i, part in enumerate(parts):
         params.update(_part_params(i, part))
         params[f"slug{i}"] = part.slug
-        calls.append(f"SELECT {i} AS part, %(slug{i})s::varchar AS slug, w.* "
-                     f"FROM {schema(part.slug)}.almanac_claim_writes({_arguments(i)}, %(running)s) AS w")
+        calls.append(f"SELECT {i} AS part, %(slug{i})s::varchar AS slug, w.* FROM {_call(i, schema(part.slug))} AS w")
     # the index's row first (part -1, not a claim): the result reads it, so `ixm` runs
     return (f"WITH {per_tenant_calls(calls, 'slug, id, due_at, priority')}\nSELECT -1, written, NULL::int FROM ixm "
             "UNION ALL SELECT part, id, run_id FROM w WHERE kind = 1"), params

@@ -8,14 +8,15 @@ each read found a row or two, and cost ~0.1 ms of the worker's Python, a round t
 PostgreSQL a parse and a plan (each tenant's statement text names its own schema).
 
 Here they are one statement for up to `across.TENANTS_PER_STATEMENT` tenants: a UNION ALL of
-one call per tenant of its schema's `almanac_claim_reads()` (tenant revision t0022), tagged
+one call per tenant of its schema's `almanac_claim_reads_v2()` (`sql/tenant/`), tagged
 with the tenant's place in the list. The function locks the occurrences as before (`FOR
 UPDATE SKIP LOCKED`) and makes the other reads from what it locked, as static SQL that a
 backend plans once per tenant: as five statements across tenants, whose text named the
 pass's tenants, each was parsed and planned afresh at every pass (docs/decisions/0007-per-tenant-functions.md).
 The scripts' sources a process has not met yet are one more statement.
 The same columns are read as the per-tenant statements of `store_claim` (the row types
-below; `tests/unit/platform/test_claim_reads_columns.py` holds them to both), and times
+below; `tests/unit/platform/test_claim_reads_columns.py` holds them to both and to the
+function's declared columns), and times
 come back in UTC as `UTCDateTime` gives them.
 """
 
@@ -28,6 +29,7 @@ from typing import Any, NamedTuple
 from almanac.platform.across import array_literal, chunks, run, schema_quoter
 from almanac.platform.models import RUNNING
 from almanac.platform.quotas import day_start
+from almanac.platform.sql.functions import CLAIM_READS
 
 class DueRow(NamedTuple):
     """A due occurrence as the claim reads it (`store_claim_batch.DUE_COLUMNS`, in that order)."""
@@ -99,16 +101,30 @@ def _utc(value: datetime | None) -> Any:
     return None if value is None else value.astimezone(timezone.utc)
 
 
-# The prefixes of `almanac_claim_reads`'s columns (tenant revision t0022), after its `kind`, each
-# followed by its row type's fields: the occurrence's (with its priority and due time), then the
-# schedule's, the job's and the script's, then the day's use.
-_READ = "SELECT {i} AS part, r.* FROM {schema}.almanac_claim_reads(%(ids{i})s::int[], %(now)s, %(day)s, %(running)s) AS r"
+# A row is (part, `almanac_claim_reads_v2`'s columns in their declared order): a row type's field `f`
+# is the column `<prefix>_f`, found by name in the declaration, which a test holds to the installed
+# function. `r.*`, not the 42 names: PostgreSQL parses this text anew at every pass, once a tenant.
 _ORDER = " ORDER BY part, kind, o_priority DESC, o_due_at, o_id"  # each tenant's due rows in the order it decides them
-_DUE, _SCHEDULE, _JOB, _SCRIPT = (len(t._fields) for t in (DueRow, ScheduleRow, JobRow, ScriptRow))
-_AT_SCHEDULE = _DUE + 2  # after the occurrence's priority and due time
-_AT_JOB = _AT_SCHEDULE + _SCHEDULE
-_AT_SCRIPT = _AT_JOB + _JOB
-_AT_DAY = _AT_SCRIPT + _SCRIPT
+
+
+def _places(prefix: str, row_type: Any) -> list[int]:
+    """Where each field of `row_type` is in a row of (part, the function's columns...)."""
+    return [CLAIM_READS.position(f"{prefix}_{field}", offset=1) for field in row_type._fields]
+
+
+_KIND = CLAIM_READS.position("kind", offset=1)
+_DUE_AT, _SCHEDULE_AT, _JOB_AT, _SCRIPT_AT = (_places(p, t) for p, t in (
+    ("o", DueRow), ("s", ScheduleRow), ("j", JobRow), ("c", ScriptRow)))
+_RUNNING_AT = [CLAIM_READS.position(c, offset=1) for c in ("o_id", "o_schedule_id", "o_scheduled_for")]
+_DAY_AT = [CLAIM_READS.position(c, offset=1) for c in ("d_runs", "d_ms")]
+_UTC_DUE = DueRow._fields.index("scheduled_for")
+_UTC_JOB = JobRow._fields.index("run_at")
+
+
+def _read(i: int, schema: str) -> str:
+    values = {"a_ids": f"%(ids{i})s::int[]", "a_now": "%(now)s", "a_day": "%(day)s", "a_running": "%(running)s"}
+    return f"SELECT {i} AS part, r.* FROM {CLAIM_READS.call(schema, values)} AS r"
+
 
 _SOURCES = ("SELECT {i}, script_id, version, source FROM {schema}.script_versions "
             "WHERE script_id = ANY(%(src{i})s::int[]) AND (script_id, version) IN "
@@ -119,27 +135,29 @@ def _union(template: str, schemas: Sequence[tuple[int, str]]) -> str:
     return " UNION ALL ".join(template.format(i=i, schema=schema) for i, schema in schemas)
 
 
-def _take(r: TenantReads, kind: int, row: Sequence[Any]) -> None:
-    """One row of `almanac_claim_reads` into its tenant's reads."""
+def _take(r: TenantReads, row: Sequence[Any]) -> None:
+    """One row of (part, `almanac_claim_reads_v2`'s columns) into its tenant's reads."""
+    kind = row[_KIND]
     if kind == 1:  # a running attempt: occurrence id, schedule id, lease end
-        r.running.setdefault(row[1], {})[row[0]] = _utc(row[4])
+        occurrence, schedule, lease = (row[k] for k in _RUNNING_AT)
+        r.running.setdefault(schedule, {})[occurrence] = _utc(lease)
         return
     if kind == 2:
-        r.day = (int(row[_AT_DAY]), int(row[_AT_DAY + 1]))
+        r.day = (int(row[_DAY_AT[0]]), int(row[_DAY_AT[1]]))
         return
-    due = list(row[:_DUE])
-    due[4] = _utc(due[4])
+    due = [row[k] for k in _DUE_AT]
+    due[_UTC_DUE] = _utc(due[_UTC_DUE])
     r.rows.append(DueRow(*due))
-    schedule = row[_AT_SCHEDULE:_AT_JOB]
-    if schedule[0] is not None:
-        r.schedules[schedule[0]] = ScheduleRow(*schedule)
-    job = list(row[_AT_JOB:_AT_SCRIPT])
-    if job[0] is not None:
-        job[3] = _utc(job[3])
+    if row[_SCHEDULE_AT[0]] is not None:
+        schedule_row = ScheduleRow(*(row[k] for k in _SCHEDULE_AT))
+        r.schedules[schedule_row.id] = schedule_row
+    if row[_JOB_AT[0]] is not None:
+        job = [row[k] for k in _JOB_AT]
+        job[_UTC_JOB] = _utc(job[_UTC_JOB])
         r.jobs[job[0]] = JobRow(*job)
-    script = row[_AT_SCRIPT:_AT_DAY]
-    if script[0] is not None and all(s.id != script[0] for s in r.scripts):
-        r.scripts.append(ScriptRow(*script))
+    script_id = row[_SCRIPT_AT[0]]
+    if script_id is not None and all(s.id != script_id for s in r.scripts):
+        r.scripts.append(ScriptRow(*(row[k] for k in _SCRIPT_AT)))
 
 
 def _read_sources(conn: Any, schemas: list[tuple[int, str]], params: dict[str, Any], reads: list[TenantReads],
@@ -168,8 +186,9 @@ def read_tenants(conn: Any, parts: Sequence[tuple[str, list[int]]], now: datetim
         reads = [TenantReads() for _ in chunk]
         params: dict[str, Any] = {"now": now, "day": day_start(now), "running": RUNNING}
         params.update({f"ids{i}": array_literal(ids, "int") for i, (_, ids) in enumerate(chunk)})
-        for part, kind, *row in run(conn, _union(_READ, schemas) + _ORDER, params):
-            _take(reads[part], kind, row)
+        text = " UNION ALL ".join(_read(i, sch) for i, sch in schemas) + _ORDER
+        for row in run(conn, text, params):
+            _take(reads[row[0]], row)
         _read_sources(conn, schemas, params, reads, [slug for slug, _ in chunk], known)
         out.update((slug, r) for (slug, _), r in zip(chunk, reads))
     return out

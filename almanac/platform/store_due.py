@@ -55,6 +55,7 @@ from almanac.db import TENANT_SCHEMA, schema_for
 from almanac.platform import planning, policies, quotas
 from almanac.platform.across import array_literal, plan_for_key_lookups
 from almanac.platform.coordination_models import DueEntry
+from almanac.platform.sql import statement
 from almanac.platform.lanes import LANE_OF, Lanes
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
@@ -70,38 +71,8 @@ D, O = (cast(Table, m.__table__) for m in (DueEntry, Occurrence))  # Core tables
 SCAN = 100_000  # due rows (oldest first) ranked per pass: bounds a pass's cost after a long outage
 WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' locked rows to be skipped
 
-# Ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant,
-# and within each round the rows of the tenants in :mine (the process's, `prefer`) before the others';
-# the outer query locks what it can of them (rows another process holds are skipped, not waited for).
-# Tenants due at the same time are ordered by a hash seeded per pass: no tenant is always first
-# when a round is cut short, and processes claiming at once mostly reach for different rows.
-# The hash is PostgreSQL's own `hashtextextended` (what its hash indexes use on text): computed for
-# every ranked row, `md5(tenant || salt)` was half of a pick's time with 8,000 rows due (14 ms
-# against 7 ms, EXPLAIN ANALYZE), for the same purpose.
-# The outer `due_at` test is written so that no index can serve it: the index's statistics lag
-# behind a burst (a thousand rows fall due between two ANALYZEs), and with a bare `due_at <= :now`
-# the planner drove the join from the `due_at` index, comparing every due row with every wanted
-# one (474 ms a pass with 8,000 due); this way each wanted row is one primary-key lookup (17 ms).
-_PICK_SQL = """
-WITH due AS (
-    SELECT tenant_slug, occurrence_id, due_at, priority FROM due_index
-    WHERE due_at <= :now{lane} ORDER BY due_at LIMIT :scan
-), ranked AS (
-    SELECT tenant_slug, occurrence_id, due_at,
-           row_number() OVER (PARTITION BY tenant_slug ORDER BY priority DESC, due_at, occurrence_id) AS rn
-    FROM due
-), wanted AS (
-    SELECT tenant_slug, occurrence_id, due_at, rn, NOT (tenant_slug = ANY(CAST(:mine AS varchar[]))) AS theirs
-    FROM ranked WHERE rn <= :cap
-    ORDER BY (rn - 1) / :chunk, theirs, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
-)
-SELECT d.tenant_slug, d.occurrence_id FROM due_index d
-JOIN wanted w ON w.tenant_slug = d.tenant_slug AND w.occurrence_id = d.occurrence_id
-WHERE d.due_at + interval '0 s' <= :now
-ORDER BY (w.rn - 1) / :chunk, w.theirs, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
-LIMIT :limit
-FOR UPDATE OF d SKIP LOCKED
-"""
+# The pick's text and the reasons for its shape: sql/statements/due_pick.sql.
+_PICK_SQL = statement("due_pick")
 _PICK = text(_PICK_SQL.format(lane=""))
 _PICK_LANE = text(_PICK_SQL.format(lane=f" AND {LANE_OF} = :lane"))  # one lane's tenants (`lanes`)
 

@@ -9,7 +9,7 @@ and PostgreSQL a parse, a plan and an executor start, for a row or two of work: 
 8,000 burst over 1,000 tenants that was about 32,000 statements.
 
 Here the tenants' parts make one statement, up to `across.TENANTS_PER_STATEMENT` tenants,
-each part one call of its schema's `almanac_record_plain()` (tenant revision t0021), whose
+each part one call of its schema's `almanac_record_plain_v2()` (`sql/tenant/`), whose
 data-modifying CTEs are:
 
     rel  the fenced release (`store_record._RELEASE`: the occurrence still holds the
@@ -47,18 +47,20 @@ from typing import Any
 
 from almanac.platform.across import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
 from almanac.platform.models import DONE, JOB_DONE, JOB_PENDING, QUEUED, RUNNING
+from almanac.platform.sql.functions import RECORD_PLAIN
 from almanac.platform.store import Claim
 from almanac.sandbox.contract import RunResult
 
 
-# The runs' columns written, in the order of `store_record._FINISH_RUN`'s values: (column, array type).
-_RUN_FIELDS = (
-    ("status", "varchar"), ("reason", "varchar"), ("started_at", "timestamptz"), ("finished_at", "timestamptz"),
-    ("output", "text"), ("error", "text"), ("error_line", "int"), ("logs", "text"), ("duration_ms", "int"),
-    ("event", "text"), ("cpu_ms", "int"), ("http", "text"),
-)
-_RUN_VALUE_KEYS = ("b_status", "b_reason", "b_started", "b_finished", "b_output", "b_error", "b_error_line",
-                   "b_logs", "b_duration", "b_event", "b_cpu", "b_http")
+# The runs' columns a record writes (`a_<column>` arguments of `almanac_record_plain_v2`), each with
+# the key of its value in `store_record._finish_values`.
+_RUN_VALUE_KEYS = {"status": "b_status", "reason": "b_reason", "started_at": "b_started", "finished_at": "b_finished",
+                   "output": "b_output", "error": "b_error", "error_line": "b_error_line", "logs": "b_logs",
+                   "duration_ms": "b_duration", "event": "b_event", "cpu_ms": "b_cpu", "http": "b_http"}
+_KINDS = {name: kind.removesuffix("[]") for name, kind in RECORD_PLAIN.arguments}
+# The arguments every part gives the same value, as a parameter of that name.
+_SHARED = {"a_done": DONE, "a_running": RUNNING, "a_queued": QUEUED, "a_job_done": JOB_DONE,
+           "a_job_pending": JOB_PENDING}
 
 
 def is_plain(claim: Claim, result: RunResult, retry: datetime | None) -> bool:
@@ -68,29 +70,30 @@ def is_plain(claim: Claim, result: RunResult, retry: datetime | None) -> bool:
 
 
 def _tenant_params(i: int, items: Sequence[Any], values: list[dict[str, Any]]) -> dict[str, Any]:
-    """The parameters of one tenant's part: `items` its plain attempts, `values` their runs' values."""
+    """The parameters of one tenant's part, named `<argument>_<i>`: `items` its plain attempts,
+    `values` their runs' values."""
     params: dict[str, Any] = {
-        f"o{i}": array_literal([c.occurrence_id for c, *_ in items], "int"),
-        f"t{i}": array_literal([c.lease_token for c, *_ in items], "varchar"),
-        f"r{i}": array_literal([c.run_id for c, *_ in items], "int"),
+        f"a_occurrence_ids_{i}": array_literal([c.occurrence_id for c, *_ in items], "int"),
+        f"a_tokens_{i}": array_literal([c.lease_token for c, *_ in items], "varchar"),
+        f"a_run_ids_{i}": array_literal([c.run_id for c, *_ in items], "int"),
     }
-    for (col, kind), key in zip(_RUN_FIELDS, _RUN_VALUE_KEYS):
-        params[f"r{i}_{col}"] = array_literal([v[key] for v in values], kind)
+    for col, key in _RUN_VALUE_KEYS.items():
+        params[f"a_{col}_{i}"] = array_literal([v[key] for v in values], _KINDS[f"a_{col}"])
     jobs = [(c.job_id, c.scheduled_for, now) for c, _, _, now in items if c.job_id is not None]
     ids, run_at, at = zip(*jobs) if jobs else ((), (), ())
-    params[f"j{i}"] = array_literal(ids, "int")
-    params[f"ja{i}"], params[f"jn{i}"] = array_literal(run_at, "timestamptz"), array_literal(at, "timestamptz")
+    params[f"a_job_ids_{i}"] = array_literal(ids, "int")
+    params[f"a_job_run_at_{i}"] = array_literal(run_at, "timestamptz")
+    params[f"a_job_at_{i}"] = array_literal(at, "timestamptz")
     schedules = sorted({c.schedule_id for c, *_ in items if c.schedule_id is not None})
-    params[f"s{i}"] = array_literal(schedules, "int")
-    params[f"q{i}"] = max(now for *_, now in items) if schedules else None
+    params[f"a_schedule_ids_{i}"] = array_literal(schedules, "int")
+    params[f"a_queued_due_{i}"] = max(now for *_, now in items) if schedules else None
     return params
 
 
-def _arguments(i: int) -> str:
-    """Part `i`'s arguments of `almanac_record_plain` (tenant revision t0021), in its order."""
-    keys = ([f"o{i}", f"t{i}", f"r{i}"] + [f"r{i}_{col}" for col, _ in _RUN_FIELDS]
-            + [f"j{i}", f"ja{i}", f"jn{i}", f"s{i}", f"q{i}", "done", "running", "queued", "job_done", "job_pending"])
-    return ", ".join(f"%({key})s" for key in keys)
+def _call(i: int, schema: str) -> str:
+    """Part `i`'s call of `almanac_record_plain_v2`, its arguments by name."""
+    values = {name: f"%({name})s" if name in _SHARED else f"%({name}_{i})s" for name in RECORD_PLAIN.argument_names}
+    return RECORD_PLAIN.call(schema, values)
 
 
 def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str], str],
@@ -100,14 +103,12 @@ def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str]
     `schema(slug)` gives a tenant's schema as SQL (`across.schema_quoter`); `values(item)` gives an
     attempt's run values (`_finish_values`).
     """
-    params: dict[str, Any] = {"done": DONE, "running": RUNNING, "queued": QUEUED,
-                              "job_done": JOB_DONE, "job_pending": JOB_PENDING}
+    params: dict[str, Any] = dict(_SHARED)
     calls = []
     for i, (slug, items) in enumerate(parts):
         params.update(_tenant_params(i, items, [values(item) for item in items]))
         params[f"slug{i}"] = slug
-        calls.append(f"SELECT %(slug{i})s::varchar AS slug, w.* "
-                     f"FROM {schema(slug)}.almanac_record_plain({_arguments(i)}) AS w")
+        calls.append(f"SELECT %(slug{i})s::varchar AS slug, w.* FROM {_call(i, schema(slug))} AS w")
     return (f"WITH {per_tenant_calls(calls, 'slug, w_id, w_due_at, w_priority')}\n"
             "SELECT (SELECT count(*) FROM w WHERE w_kind = 0), (SELECT written FROM ixm)"), params
 

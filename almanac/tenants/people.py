@@ -13,6 +13,7 @@ from almanac.tenants.models import ROLES, Membership, Tenant, User
 
 __all__ = ["Membership", "add_member", "change_role", "remove_member", "members_of", "memberships_of"]
 from almanac.tenants.passwords import check_password, generate_password, hash_password
+from almanac.tenants.passwords import verify_password
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,255}\.[^@\s]{1,63}$|^[^@\s]{1,64}@localhost$")
 
@@ -124,8 +125,6 @@ def _keep_one_admin(session: Session, tenant_id: int) -> None:
 
 def change_password(session: Session, user_id: int, current: str, new: str) -> User:
     """A person changes their own password; the current one must be given (a stolen session is not enough)."""
-    from almanac.tenants.passwords import verify_password
-
     user = session.get(User, user_id)
     if user is None:
         raise NotFound("No such user.")

@@ -19,6 +19,7 @@ from almanac.web.bodylimit import BodyLimit
 from almanac.web.fastput import FastPut
 from almanac.web.token_cache import TokenCache
 from almanac.worker import Services, build_services
+import almanac.web.api as api_package
 
 log = logging.getLogger("almanac.web")
 API_PREFIX = "/api/v1"
@@ -26,8 +27,6 @@ API_PREFIX = "/api/v1"
 
 def _api_routers() -> list[Any]:
     """Every module of almanac.web.api that defines `router`, in name order."""
-    import almanac.web.api as api_package
-
     routers = []
     for info in sorted(pkgutil.iter_modules(api_package.__path__), key=lambda i: i.name):
         module = importlib.import_module(f"{api_package.__name__}.{info.name}")

@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .model import Rule, freq_rank
-from .parse_rrule import parse_rule
+from .parse_rrule import format_rule, parse_rule
+from .zones import get_zone
 
 
 class Refusal(Exception):
@@ -155,9 +156,6 @@ def with_times(rule: Rule, times: list[tuple[int, int, int]]) -> list[Rule]:
 
 def _checked(rule: Rule) -> Rule:
     """Run the rule through the RFC 5545 reader for its range and combination checks."""
-    from .parse_rrule import format_rule
-    from .zones import get_zone
-
     text = format_rule(replace(rule, until=None), get_zone("UTC"))
     checked = parse_rule(text, 0, "UTC")
     return replace(checked, until=rule.until)

@@ -15,6 +15,7 @@ from almanac.tenants.auth import Principal
 from almanac.tenants.models import ApiToken
 from almanac.web import run_now
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
+from almanac.platform.models import Script
 
 router = api_router(prefix="/scripts", tags=["scripts"], read="viewer", write="admin")
 
@@ -31,7 +32,6 @@ def _out(session: TenantSession, script: object, with_source: bool = False) -> S
 def list_scripts(session: TenantSession) -> list[ScriptOut]:
     from sqlalchemy import select
 
-    from almanac.platform.models import Script
 
     return [_out(session, s) for s in session.execute(select(Script).order_by(Script.id)).scalars()]
 

@@ -36,6 +36,7 @@ from almanac.tenants.models import ROLES
 from almanac.web.deps import safe_params, valid_ids
 from almanac.web.views import run_detail
 from almanac.worker import Services
+from almanac.web.views.session_store import rotate
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CSRF_FIELD = "csrf_token"
@@ -173,8 +174,6 @@ async def _form(request: Request) -> FormData | None:
 
 def start_session(request: Request, user_id: int, tenant_slug: str | None) -> None:
     """A fresh session at sign-in: nothing from before survives, the id and the CSRF token are new."""
-    from almanac.web.views.session_store import rotate
-
     rotate(request)
     request.session.clear()
     request.session[USER_KEY] = user_id

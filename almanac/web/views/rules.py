@@ -20,6 +20,7 @@ from almanac.platform import calendar_store, recurrence
 from almanac.tenants.auth import Principal
 from almanac.web.views.rule_fields import RELEVANT, fields_of
 from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, tenant_db, viewer_zone
+from almanac.platform.recurrence.zones import get_zone
 
 # The preview changes nothing, so anyone who can read the page may use it.
 router = page_router(read="viewer", write="editor")
@@ -134,8 +135,6 @@ class RuleForm:
 
 
 def recurrence_zone(name: str) -> ZoneInfo:
-    from almanac.platform.recurrence.zones import get_zone
-
     return get_zone(name)
 
 

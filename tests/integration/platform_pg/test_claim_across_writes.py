@@ -23,6 +23,7 @@ from sqlalchemy import delete, event, select, text
 from almanac.db import Database
 from almanac.platform import planning, store_due
 from almanac.platform.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.platform.sql.functions import CLAIM_READS, CLAIM_WRITES
 from almanac.platform.store_claim_across import Part, write_claims
 from almanac.platform.store_claim_reads import read_tenants
 from almanac.platform.store_sql import SqlStore
@@ -97,8 +98,8 @@ def test_a_pass_writes_every_tenant_s_plans_and_claims_by_one_statement(
     seen = _statements_of_a_pass(database, store, slugs)
     writes = [sql for sql in seen if sql.lstrip().split()[0].upper() in ("INSERT", "UPDATE")]
     assert writes == [], writes  # before: next occurrence, next_run_at, runs, claim per tenant
-    (claim,) = [sql for sql in seen if "almanac_claim_writes" in sql]
-    assert all(f't_{slug.replace("-", "_")}.almanac_claim_writes(' in claim.replace('"', '') for slug in slugs)
+    (claim,) = [sql for sql in seen if CLAIM_WRITES.name in sql]
+    assert all(f't_{slug.replace("-", "_")}.{CLAIM_WRITES.name}(' in claim.replace('"', '') for slug in slugs)
     for slug in slugs:
         with database.tenant_session(slug) as s:
             occurrences = {(o.trigger, o.status, o.run_id is not None) for o in s.execute(select(Occurrence)).scalars()}
@@ -218,8 +219,8 @@ def test_a_pass_reads_every_tenant_s_rows_by_one_call_of_its_function(
     store = SqlStore(database, EveryRules())
     slugs = [make_tenant(f"cr-{i}") for i in range(3)]
     seen = _statements_of_a_pass(database, store, slugs)
-    (reads,) = [sql for sql in seen if "almanac_claim_reads" in sql]
-    assert all(f't_{slug.replace("-", "_")}.almanac_claim_reads(' in reads.replace('"', '') for slug in slugs)
+    (reads,) = [sql for sql in seen if CLAIM_READS.name in sql]
+    assert all(f't_{slug.replace("-", "_")}.{CLAIM_READS.name}(' in reads.replace('"', '') for slug in slugs)
     tenant_tables = re.compile(r'\bt_\w+"?\.(schedules|jobs|scripts|runs|occurrences)\b')
     direct = [sql for sql in seen if tenant_tables.search(sql)]
     assert direct == [], direct  # (the sources of scripts not met yet, `script_versions`, are read apart)

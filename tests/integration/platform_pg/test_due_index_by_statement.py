@@ -30,7 +30,7 @@ from tests.integration.platform_pg.test_record_across import DONE, T1, _items, _
 
 pytestmark = pytest.mark.postgres
 
-_FUNCTIONS = ("almanac_due_index", "almanac_due_index_inserted")
+_FUNCTIONS = ("almanac_due_index_v2", "almanac_due_index_inserted_v2")  # what the triggers call (sql/shared/)
 _RAISING = ("CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS "
             "$$ BEGIN RAISE EXCEPTION 'the due-index trigger fired'; END $$")
 

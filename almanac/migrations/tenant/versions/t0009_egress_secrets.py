@@ -9,6 +9,8 @@ import sqlalchemy as sa
 from alembic import context, op
 
 from almanac.db import UTCDateTime
+from almanac.settings import get_settings
+from almanac.vault import keyring
 
 revision = "t0009_egress_secrets"
 down_revision = "t0008_run_record"
@@ -53,9 +55,6 @@ def _encrypt_webhook_secrets(schema: str) -> None:
     plain = [(i, s) for i, s in rows if not s.startswith("fernet:")]
     if not plain:
         return
-    from almanac.settings import get_settings
-    from almanac.vault import keyring
-
     ring = keyring.for_settings(context.config.attributes.get("settings") or get_settings())
     for target_id, secret in plain:
         conn.execute(targets.update().where(targets.c.id == target_id).values(secret=ring.encrypt(secret)))

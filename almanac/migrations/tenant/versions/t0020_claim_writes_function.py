@@ -18,8 +18,8 @@ result is one row per occurrence written: kind 0 a new one, kind 1 a claimed one
 run's id, each with its new due time and priority for the shared due index (which the
 caller moves once for the statement, its triggers off: t0019).
 
-A later change of these writes is a new revision with CREATE OR REPLACE: this one is the
-text every tenant's schema was given.
+This text is what every tenant's schema was given; the current one, under a versioned name,
+is in `almanac/platform/sql/tenant/` (t0025).
 On SQLite nothing happens.
 
 Revision ID: t0020_claim_writes_function

@@ -16,29 +16,19 @@ Revises: t0022_claim_reads_function
 
 from alembic import op
 
-from almanac.migrations.pg_names import tenant_names
+from almanac.migrations.pg_names import install_frozen, tenant_names
 
 revision = "t0023_pending_jobs_held"
 down_revision = "t0022_claim_reads_function"
 branch_labels = None
 depends_on = None
 
-_FUNCTION = """
-CREATE FUNCTION {schema}.almanac_pending_jobs_held_v1(a_tenant_key int, a_quota_key int) RETURNS bigint
-LANGUAGE plpgsql VOLATILE AS $body$
-BEGIN
-    PERFORM pg_advisory_xact_lock(a_tenant_key, a_quota_key);
-    RETURN (SELECT coalesce(sum(c.n), 0) FROM {schema}.pending_job_counts AS c);
-END
-$body$
-"""
-
 
 def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
     schema, _, _ = tenant_names()
-    op.execute(_FUNCTION.format(schema=schema))
+    install_frozen("t0023", "almanac_pending_jobs_held_v1", tenant=schema)
 
 
 def downgrade() -> None:

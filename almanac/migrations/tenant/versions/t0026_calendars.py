@@ -1,7 +1,7 @@
 """Business calendars: the tenant's named calendars, and the calendar a schedule runs under.
 
-Revision ID: t0025_calendars
-Revises: t0024_ids_never_reused
+Revision ID: t0026_calendars
+Revises: t0025_sql_functions_v2
 """
 
 import sqlalchemy as sa
@@ -9,8 +9,8 @@ from alembic import context, op
 
 from almanac.db import UTCDateTime
 
-revision = "t0025_calendars"
-down_revision = "t0024_ids_never_reused"
+revision = "t0026_calendars"
+down_revision = "t0025_sql_functions_v2"
 branch_labels = None
 depends_on = None
 
