@@ -307,6 +307,13 @@ CREATE TABLE {tenant}.alembic_version (
     version_num character varying(32) NOT NULL
 );
 
+CREATE TABLE {tenant}.calendars (
+    name character varying(64) NOT NULL,
+    body text NOT NULL,
+    updated_at timestamp with time zone NOT NULL,
+    updated_by character varying(200) NOT NULL
+);
+
 CREATE TABLE {tenant}.deliveries (
     id integer NOT NULL,
     event_id integer NOT NULL,
@@ -536,7 +543,9 @@ CREATE TABLE {tenant}.schedules (
     pause_after_failures integer,
     failures_in_row integer DEFAULT 0 NOT NULL,
     paused_reason character varying(200),
-    pause_note character varying(500)
+    pause_note character varying(500),
+    calendar character varying(64),
+    calendar_policy character varying(10) DEFAULT 'skip'::character varying NOT NULL
 )
 WITH (autovacuum_analyze_threshold='{spread}');
 
@@ -649,6 +658,9 @@ ALTER TABLE ONLY {tenant}.alembic_version
 
 ALTER TABLE ONLY {tenant}.pending_job_counts
     ADD CONSTRAINT pending_job_counts_pkey PRIMARY KEY (id);
+
+ALTER TABLE ONLY {tenant}.calendars
+    ADD CONSTRAINT pk_calendars PRIMARY KEY (name);
 
 ALTER TABLE ONLY {tenant}.deliveries
     ADD CONSTRAINT pk_deliveries PRIMARY KEY (id);

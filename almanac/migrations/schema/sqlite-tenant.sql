@@ -18,6 +18,13 @@ CREATE TABLE alembic_version (
 	version_num VARCHAR(32) NOT NULL, 
 	CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)
 );
+CREATE TABLE calendars (
+	name VARCHAR(64) NOT NULL, 
+	body TEXT NOT NULL, 
+	updated_at DATETIME NOT NULL, 
+	updated_by VARCHAR(200) NOT NULL, 
+	CONSTRAINT pk_calendars PRIMARY KEY (name)
+);
 CREATE TABLE "deliveries" (
 	id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, 
 	event_id INTEGER NOT NULL, 
@@ -155,7 +162,7 @@ CREATE TABLE "schedules" (
 	next_run_at DATETIME, 
 	created_at DATETIME NOT NULL, 
 	updated_at DATETIME NOT NULL, pause_after_failures INTEGER, failures_in_row INTEGER DEFAULT '0' NOT NULL, paused_reason VARCHAR(200), pause_note VARCHAR(500)
-);
+, calendar VARCHAR(64), calendar_policy VARCHAR(10) DEFAULT 'skip' NOT NULL);
 CREATE TABLE "script_versions" (
 	id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, 
 	script_id INTEGER NOT NULL, 
