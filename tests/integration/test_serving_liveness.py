@@ -12,7 +12,6 @@ from starlette.testclient import TestClient
 
 from almanac.platform.liveness import LOCK_SPACE
 from almanac.web.app import create_app
-from tests.support.inprocess import sandbox_cache, services  # noqa: F401  (fixtures: scripts run in-process)
 
 
 def _alive(services: Any, tag: str) -> bool:
