@@ -40,6 +40,8 @@ SLUG_PATTERN = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$")
 SLUG_MAX = 40
 # SQLite allows 10 attached files per connection by default; keep room for one more.
 _MAX_ATTACHED = 8
+# An execution option: the connection's transactions only read (on SQLite they begin DEFERRED).
+READ_ONLY = "almanac_read_only"
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -221,8 +223,14 @@ class Database:
     # -- sessions ---------------------------------------------------------------
 
     @contextmanager
-    def shared_session(self) -> Iterator[Session]:
-        """A unit of work on the shared schema: commits on success, rolls back on error."""
+    def shared_session(self, *, read_only: bool = False) -> Iterator[Session]:
+        """A unit of work on the shared schema: commits on success, rolls back on error.
+
+        `read_only`: it only reads, so on SQLite it waits for no writer (`READ_ONLY`)."""
+        if read_only:
+            with self.engine.connect() as conn:
+                yield from _unit_of_work(conn.execution_options(**{READ_ONLY: True}))
+            return
         session = self._sessions()
         try:
             yield session
@@ -234,32 +242,40 @@ class Database:
             session.close()
 
     @contextmanager
-    def tenant_connection(self, slug: str) -> Iterator[Any]:
-        """A connection whose `tenant` schema is this tenant's schema (and the shared one as default)."""
+    def tenant_connection(self, slug: str, *, read_only: bool = False) -> Iterator[Any]:
+        """A connection whose `tenant` schema is this tenant's schema (and the shared one as default).
+
+        `read_only`: its transactions only read, so on SQLite they wait for no writer (`READ_ONLY`)."""
         schema = schema_for(slug)
         with self.engine.connect() as conn:
             if self.is_sqlite:
                 _attach(conn, schema, self.tenant_file(slug))
-            yield conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema})
+            yield conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema}, **{READ_ONLY: read_only})
 
     @contextmanager
-    def tenant_session(self, slug: str) -> Iterator[Session]:
-        """A unit of work in one tenant's schema (shared tables remain reachable)."""
-        with self.tenant_connection(slug) as conn:
-            session = Session(bind=conn, expire_on_commit=False, join_transaction_mode="create_savepoint")
-            session.info["tenant"] = slug  # e.g. for the tenant's quotas, read in the same transaction
-            try:
-                yield session
-                session.commit()
-                if conn.in_transaction():
-                    conn.commit()
-            except BaseException:
-                session.rollback()
-                if conn.in_transaction():
-                    conn.rollback()
-                raise
-            finally:
-                session.close()
+    def tenant_session(self, slug: str, *, read_only: bool = False) -> Iterator[Session]:
+        """A unit of work in one tenant's schema (shared tables remain reachable); `read_only` as above."""
+        with self.tenant_connection(slug, read_only=read_only) as conn:
+            # `tenant`: e.g. for the tenant's quotas, read in the same transaction
+            yield from _unit_of_work(conn, tenant=slug)
+
+
+def _unit_of_work(conn: Any, **info: Any) -> Iterator[Session]:
+    """A session on `conn` that commits on success and rolls back on error (`info`: its `Session.info`)."""
+    session = Session(bind=conn, expire_on_commit=False, join_transaction_mode="create_savepoint")
+    session.info.update(info)
+    try:
+        yield session
+        session.commit()
+        if conn.in_transaction():
+            conn.commit()
+    except BaseException:
+        session.rollback()
+        if conn.in_transaction():
+            conn.rollback()
+        raise
+    finally:
+        session.close()
 
 
 # A pooled PostgreSQL connection idle longer than this is pinged before use. SQLAlchemy's
@@ -364,7 +380,10 @@ def _install_sqlite_hooks(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # BEGIN IMMEDIATE takes the write lock of every file attached to the connection (the shared
+        # one and each tenant's it met): a read would queue behind any tenant's writer. In WAL mode a
+        # deferred reader takes no lock and sees the last commit.
+        conn.exec_driver_sql("BEGIN" if conn.get_execution_options().get(READ_ONLY) else "BEGIN IMMEDIATE")
 
 
 def _attach(conn: Any, schema: str, path: Path) -> None:

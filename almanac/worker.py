@@ -308,6 +308,13 @@ class ScaledScheduler:
         if self.listener is not None:
             self.listener.start()
 
+    def start_serving(self) -> None:
+        """A server without the scheduler (`serve --no-scheduler`) still runs what its requests start, in
+        its own pool: it shows itself alive like a worker, so that if it dies those runs are taken up by
+        a worker within the liveness window, not when their leases lapse."""
+        if self.liveness is not None:
+            self.liveness.start()
+
     def stop(self, timeout: float = 30.0) -> None:
         if self.listener is not None:
             self.listener.stop()

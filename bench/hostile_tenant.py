@@ -46,6 +46,8 @@ def _serve(bench: Any, args: Any) -> tuple[subprocess.Popen[bytes], str]:
            "ALMANAC_SECRET_KEY": bench.settings.secret_key, "ALMANAC_ALLOW_PRIVATE_TARGETS": "1",
            "ALMANAC_SANDBOX_PROCESSES": str(args.processes), "ALMANAC_LOG_LEVEL": "warning",
            "PATH": "/usr/bin:/bin"}
+    if args.code is not None:  # the server imports almanac from that checkout too (the old tree, side by side)
+        env["PYTHONPATH"] = str(args.code.resolve())
     almanac = str(Path(sys.executable).parent / "almanac")
     log = (bench.var / "server.log").open("w")
     proc = subprocess.Popen([almanac, "serve", "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -122,6 +124,7 @@ def flood_and_measure(bench: Any, args: Any) -> dict[str, Any]:
         threads = [threading.Thread(target=_loop, args=(stop, counts, call), daemon=True) for call in calls]
         for thread in threads:
             thread.start()
+        print(f"flood started: server pid {proc.pid}", file=sys.stderr, flush=True)  # for a profiler to attach
         health, api = _probe(base, victim, args.hostile_s)
         stop.set()
         time.sleep(WAIT_TIMEOUT_MS / 1000 + 2)  # the last runs end and are recorded

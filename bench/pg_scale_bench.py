@@ -23,10 +23,11 @@ Each phase starts N worker processes (this file with `--worker`: `almanac worker
 services, with the runner chosen), moves a fresh set of planned occurrences (the
 burst, spread evenly over the tenants) to one instant a few seconds ahead, in one
 transaction, and waits until all have run. It reports due occurrences per second
-(burst / (last finish - due time)), start lag p50/p99 (started_at - scheduled_for)
+(burst / (last finish - due time)), start lag p50/p99 (started_at - scheduled_for), each
+tenant's median lag (lowest, median, highest) and their spread (highest - lowest median)
 and each process's resident memory (VmRSS, and VmHWM its peak), main process only.
 
-The failover phase (4 processes) kills one with SIGKILL once a third of the burst has
+The failover phase (`--failover-procs`, 4) kills one with SIGKILL once a third of the burst has
 been claimed, then checks that every occurrence succeeded exactly once, and reports how soon
 after the kill the others started runs (the dead process's due work is in the shared
 index, no tenant lease to wait for) and when the dead process's own in-flight runs started
@@ -260,6 +261,7 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
         "twice": sum(1 for n in per_occurrence.values() if n > 1),
         "per_second": round(len(ok) / span, 1) if ok else 0, "drain_s": round(span, 2),
         "lag_p50_s": round(pct(lags, 50), 3), "lag_p99_s": round(pct(lags, 99), 3),
+        **tenant_medians(ok),
         "rss_mb": [round(m.get("VmRSS", 0) / 1024, 1) for m in mem],
         "peak_rss_mb": [round(m.get("VmHWM", 0) / 1024, 1) for m in mem],
         "move_s": round(move_s, 2), "load": [round(x, 2) for x in load],
@@ -283,6 +285,20 @@ def run_phase(args: Any, db: Any, url: str, var: Path, slugs: list[str], procs: 
             "retried_started_after_kill_s": restarted(retried, killed_at),
         })
     return result
+
+
+def tenant_medians(ok: list[Any]) -> dict[str, Any]:
+    """Each tenant's median start lag, and their spread (max - min): whether a tenant's place in the
+    burst depends on which process holds it (SPEC section 11 asks for a spread within 2 s)."""
+    by_tenant: dict[str, list[float]] = {}
+    for r in ok:
+        if r.started_at:
+            by_tenant.setdefault(r.tenant, []).append((r.started_at - r.scheduled_for).total_seconds())
+    medians = sorted(pct(lags, 50) for lags in by_tenant.values())
+    if not medians:
+        return {}
+    return {"tenant_median_lag_s": [round(medians[0], 3), round(pct(medians, 50), 3), round(medians[-1], 3)],
+            "tenant_median_spread_s": round(medians[-1] - medians[0], 3)}
 
 
 def restarted(retried: list[Any], killed_at: datetime) -> list[float] | None:
@@ -320,18 +336,22 @@ def worker_main(args: Any) -> None:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| system | processes | due at once | ran (twice) | drain/s | drain s | lag p50 / p99 s | RSS MB (peak) | "
+    lines = ["| system | processes | due at once | ran (twice) | drain/s | drain s | lag p50 / p99 s | "
+             "tenants' median lag s: lowest / highest (spread) | RSS MB (peak) | "
              "CPU ms per run: workers / PostgreSQL | workers' backends MB, peak: all / largest | load 1/5/15 |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rss = f"{min(r['rss_mb'], default=0)}-{max(r['rss_mb'], default=0)} ({max(r['peak_rss_mb'], default=0)})" \
             if "rss_mb" in r else "-"
         extra = " kill -9 one" if "killed_after_s" in r else ""
         if r.get("retried_started_after_kill_s"):
-            first, _, last = r["retried_started_after_kill_s"]
-            extra += f" (its {r['lease_lapsed']} runs in flight started again {first}-{last} s after)"
+            first, median, last = r["retried_started_after_kill_s"]
+            extra += (f" (its {r['lease_lapsed']} runs in flight started again {first}-{last} s after, "
+                      f"median {median} s)")
+        medians = r.get("tenant_median_lag_s")
+        spread = f"{medians[0]} / {medians[-1]} ({r['tenant_median_spread_s']})" if medians else "-"
         lines.append(f"| {r['system']}{extra} | {r['processes']} | {r['due']} | {r['ran']} ({r.get('twice', '-')}) | "
-                     f"{r['per_second']} | {r['drain_s']} | {r['lag_p50_s']} / {r['lag_p99_s']} | {rss} | "
+                     f"{r['per_second']} | {r['drain_s']} | {r['lag_p50_s']} / {r['lag_p99_s']} | {spread} | {rss} | "
                      f"{' / '.join(str(x) for x in r.get('cpu_ms_per_run', [])) or '-'} | "
                      f"{' / '.join(str(x) for x in r.get('backends_mb', [])) or '-'} | "
                      f"{' / '.join(str(x) for x in r.get('load', []))} |")
@@ -344,7 +364,8 @@ def main() -> None:
     parser.add_argument("--schedules", type=int, default=1_000_000)
     parser.add_argument("--bursts", default="8000,20000", help="due at once, comma separated; each with every --procs")
     parser.add_argument("--procs", default="1,2,4")
-    parser.add_argument("--failover", type=int, default=8000, help="burst of the kill -9 phase (4 processes); 0: none")
+    parser.add_argument("--failover", type=int, default=8000, help="burst of the kill -9 phase; 0: none")
+    parser.add_argument("--failover-procs", type=int, default=4, help="processes of the kill -9 phase")
     parser.add_argument("--procrastinate", default="8000", help="bursts drained by procrastinate; empty: none")
     parser.add_argument("--procrastinate-concurrency", type=int, default=10)
     parser.add_argument("--floor", type=int, default=0,
@@ -442,7 +463,8 @@ def main() -> None:
                 print(json.dumps(results[-1]), flush=True)
                 phase += 1
         if args.failover:
-            results.append(run_phase(args, db, args.pg_url, var, slugs, 4, phase, args.failover, kill_one=True,
+            results.append(run_phase(args, db, args.pg_url, var, slugs, args.failover_procs, phase, args.failover,
+                                     kill_one=True,
                                      offset=sum(phases[:phase])))
             print(json.dumps(results[-1]), flush=True)
         floor_rows = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,19 +48,42 @@ CLAIMERS = 2
 LOCKED_OUT_WAIT_S = 0.05
 
 
-def held_claims(avg_run_s: float | None, parallel: int, run_limit: int) -> int:
+def held_claims(avg_run_s: float | None, parallel: int, run_limit: int, ends_per_s: float | None = None) -> int:
     """The most claims a process holds: its run slots, and the runs its processes start within `HELD_WAIT_S`.
 
     `avg_run_s`: the runs' average time (None before the first has ended: then one run out and
     one waiting per process, whatever the runner's in-flight budget). The process starts
-    `parallel / avg_run_s` runs a second. Refilled at half (`cross_room`), as db-scheduler
+    `parallel / avg_run_s` runs a second, and no more than `ends_per_s`, the runs it has seen
+    end a second lately (`EndRate`): a script's own time leaves out its hand-over and record,
+    which bound a short script's pace. Refilled at half (`cross_room`), as db-scheduler
     fetches `limit - in_flight` once the queue drained to its lower limit.
     """
     parallel = max(1, parallel)
     if avg_run_s is None:
         return 2 * parallel
     soon = int(HELD_WAIT_S * parallel / max(avg_run_s, 1e-6))
+    if ends_per_s is not None:
+        soon = min(soon, int(HELD_WAIT_S * ends_per_s) + 1)
     return max(run_limit, min(CLAIM_AHEAD_MAX * run_limit, run_limit + soon))
+
+
+class EndRate:
+    """How many runs a second a process has seen end lately (over its last `WINDOW` ends)."""
+
+    WINDOW = 256
+    MIN_SPAN_S = 0.5  # fewer ends than this spans say nothing yet
+
+    def __init__(self) -> None:
+        self._ends: deque[float] = deque(maxlen=self.WINDOW)
+
+    def ended(self, at: float) -> None:
+        self._ends.append(at)
+
+    def per_s(self) -> float | None:
+        if len(self._ends) < 2:
+            return None
+        span = self._ends[-1] - self._ends[0]
+        return (len(self._ends) - 1) / span if span >= self.MIN_SPAN_S else None
 
 
 def next_look(batch: CrossBatch, now: datetime, idle: timedelta) -> tuple[datetime, bool]:
@@ -106,6 +130,7 @@ class CrossTenantScheduler(Scheduler):
         self._renewer: threading.Thread | None = None
         # Lease ends as last renewed, by (tenant, run id); a claim not in it holds its claimed one.
         self._held_until: dict[tuple[str, int], datetime] = {}
+        self._end_rate = EndRate()  # what this process really runs a second: how much it holds (`held_claims`)
 
     def start(self) -> None:
         """The timer, the recorder, and a thread of its own renewing leases.
@@ -162,7 +187,7 @@ class CrossTenantScheduler(Scheduler):
     def capacity(self) -> int:
         if self.claim_ahead:
             return self.claim_ahead * self.run_limit
-        return held_claims(self._avg_run_s, self.parallel, self.run_limit)
+        return held_claims(self._avg_run_s, self.parallel, self.run_limit, self._end_rate.per_s())
 
     def wake(self, tenant: str) -> None:
         """Something changed (a schedule, a job, a finished run): look at the index now."""
@@ -186,6 +211,9 @@ class CrossTenantScheduler(Scheduler):
         """
         if not done:
             return
+        at = time.monotonic()
+        for _ in done:
+            self._end_rate.ended(at)
         try:
             applied = self.store.finish_across([(d.claim, d.result, d.started, d.finished_at) for d in done])
         except Exception:

@@ -45,6 +45,21 @@ class Principal:
 
 
 def authenticate_token(session: Session, plaintext: str, *, now: datetime) -> Principal:
+    principal, stale = verify_token(session, plaintext, now=now)
+    if stale:
+        stamp_token_use(session, principal, now)
+    return principal
+
+
+def stamp_token_use(session: Session, principal: Principal, now: datetime) -> None:
+    """Record the token's last use (`verify_token` says when it is due)."""
+    token = session.get(ApiToken, principal.token_id)
+    if token is not None:
+        token.last_used_at = now
+
+
+def verify_token(session: Session, plaintext: str, *, now: datetime) -> tuple[Principal, bool]:
+    """The principal behind a token, and whether its last use is due to be recorded; reads only."""
     parts = tokens.split(plaintext.strip())
     if parts is None:
         raise Unauthorized("The API token is malformed.")
@@ -55,10 +70,9 @@ def authenticate_token(session: Session, plaintext: str, *, now: datetime) -> Pr
     row, tenant = found if found is not None else (None, None)
     if row is None or row.revoked_at is not None or not tokens.secret_matches(secret, row.secret_hash):
         raise Unauthorized("The API token is unknown or revoked.")
-    if row.last_used_at is None or now - row.last_used_at >= LAST_USED_PRECISION:
-        row.last_used_at = now
+    stale = row.last_used_at is None or now - row.last_used_at >= LAST_USED_PRECISION
     assert tenant is not None  # the foreign key cascades on delete
-    return _principal(tenant, row.role, token_id=row.id, token_name=row.name)
+    return _principal(tenant, row.role, token_id=row.id, token_name=row.name), stale
 
 
 def authenticate_password(session: Session, email: str, password: str) -> User:

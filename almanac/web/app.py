@@ -51,6 +51,8 @@ def create_app(
         running: Services = app.state.services  # the one place the app's services live
         if run_scheduler and running.scheduler is not None:
             running.scheduler.start()
+        elif hasattr(running.scheduler, "start_serving"):  # run now and trials still run here
+            running.scheduler.start_serving()
         try:
             yield
         finally:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from almanac import jsonsafe
 from almanac.errors import Forbidden, NotFound, Unauthorized, ValidationError
-from almanac.tenants.auth import Principal, authenticate_token
+from almanac.tenants.auth import Principal, stamp_token_use, verify_token
 from almanac.tenants.models import ROLES
 from almanac.web.audit import bind as bind_audit
 from almanac.web.token_cache import TokenCache
@@ -42,14 +43,21 @@ def _bearer(request: Request) -> str:
     return value.strip()
 
 
-def _look_up(services: Services, token: str) -> Principal:
+def _look_up(services: Services, token: str, now: datetime) -> tuple[Principal, bool]:
+    # Only reads (on SQLite a writing transaction would wait for every other tenant's writer).
+    with services.db.shared_session(read_only=True) as session:
+        return verify_token(session, token, now=now)
+
+
+def _stamp(services: Services, principal: Principal, now: datetime) -> None:
     with services.db.shared_session() as session:
-        return authenticate_token(session, token, now=services.clock.now())
+        stamp_token_use(session, principal, now)
 
 
-async def get_principal(request: Request, services: ServicesDep) -> Principal:
+async def get_principal(request: Request, services: ServicesDep, background: BackgroundTasks) -> Principal:
     """The tenant and role behind the request's API token (cached on the request, and for a moment
-    in the app's `TokenCache`: a hit costs no database round trip and no worker thread)."""
+    in the app's `TokenCache`: a hit costs no database round trip and no worker thread). The token's
+    last use, when due, is written after the answer, which never waits for it."""
     cached = getattr(request.state, "principal", None)
     if cached is not None:
         return cached
@@ -57,9 +65,13 @@ async def get_principal(request: Request, services: ServicesDep) -> Principal:
     tokens: TokenCache | None = getattr(request.app.state, "token_cache", None)
     principal = tokens.get(token) if tokens is not None else None
     if principal is None:
-        principal = await run_in_threadpool(_look_up, services, token)
+        now = services.clock.now()
+        found, stale = await run_in_threadpool(_look_up, services, token, now)
+        if stale:
+            background.add_task(_stamp, services, found, now)
         if tokens is not None:
-            tokens.put(token, principal)
+            tokens.put(token, found)
+        principal = found
     request.state.principal = principal
     return principal
 
@@ -153,7 +165,9 @@ def api_router(*, prefix: str, tags: list[str], read: str = "viewer", write: str
 
 def get_tenant_session(request: Request, principal: CurrentPrincipal, services: ServicesDep) -> Iterator[Session]:
     """One unit of work per request in the principal's tenant schema: commit after the handler."""
-    with services.db.tenant_session(principal.tenant_slug) as session:
+    # A GET only reads: on SQLite it then waits for no writer, another tenant's included.
+    read_only = request.method in ("GET", "HEAD")
+    with services.db.tenant_session(principal.tenant_slug, read_only=read_only) as session:
         yield bind_audit(session, request)  # audit entries join this unit of work
 
 

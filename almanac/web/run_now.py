@@ -61,7 +61,7 @@ async def run_and_wait(request: Request, services: Any, tenant: str, script_id: 
 def _admit(request: Request, services: Any, tenant: str, script_id: int, payload: Any,
            audit_entry: tuple[str, str, Any], trigger: str, event_extra: dict[str, Any] | None,
            source: str | None) -> tuple[Admitted, float]:
-    with services.db.tenant_session(tenant) as session:
+    with services.db.tenant_session(tenant, read_only=True) as session:
         timeout_ms = service.get_script(session, script_id).timeout_ms
     place = services.admission.hold(tenant, timeout_ms)
     try:
@@ -77,5 +77,5 @@ def _admit(request: Request, services: Any, tenant: str, script_id: int, payload
 
 
 def _read_run(services: Any, tenant: str, run_id: int) -> RunOut:
-    with services.db.tenant_session(tenant) as session:
+    with services.db.tenant_session(tenant, read_only=True) as session:
         return with_links(session, [service.get_run(session, run_id)])[0]

@@ -6,7 +6,7 @@ An entry keeps the principal and the stored SHA-256 of the token's secret for `t
 against that hash on every request, so a wrong secret with a cached public id is refused. Revoking a
 token in this process forgets it at once (before and again after the revoking transaction commits);
 a token revoked by another process stops working here within `ttl_s`. Missing the cache looks the
-token up as before, which is also when `last_used_at` is written (at most once a minute).
+token up as before, which is also when `last_used_at` is written (at most once a minute, after the answer).
 """
 
 from __future__ import annotations

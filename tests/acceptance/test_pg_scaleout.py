@@ -325,6 +325,30 @@ def test_three_workers_and_a_kill_9_mid_run_every_occurrence_succeeds_exactly_on
     assert all(w.poll() is None for w in c.workers if w is not victim)
 
 
+def test_in_a_burst_on_two_workers_every_tenant_s_median_start_lag_is_close_to_every_other_s(cluster: Any) -> None:
+    """Fair shares across processes (SPEC section 11): the tenants' timer leases are spread over the
+    two workers, and which one holds a tenant must not decide how long its runs wait."""
+    tenants, per_tenant = 6, 80
+    c = cluster(tenants)
+    for _ in range(2):
+        c.start_worker(ready_line=True)
+    c.wait_ready(timeout=60)
+    due = datetime.now(timezone.utc) + timedelta(seconds=3)
+    for slug in c.tenants:
+        c.add_jobs(slug, WORK, [due] * per_tenant)  # 480 occurrences due in the same second
+    c.wait_succeeded(tenants * per_tenant, timeout=120)
+    medians = {}
+    for slug in c.tenants:
+        lags = sorted((r.started_at - r.scheduled_for).total_seconds() for r in c.runs(slug) if r.status == "succeeded")
+        medians[slug] = lags[len(lags) // 2]
+    with c.db.engine.connect() as conn:
+        holders = set(conn.execute(text("SELECT owner FROM timer_leases")).scalars())
+    spread = max(medians.values()) - min(medians.values())
+    print(f"\ntenants' median start lags {sorted(round(m, 2) for m in medians.values())}, spread {spread:.2f} s, "
+          f"{len(holders)} lease holders; load {os.getloadavg()[0]:.1f}")
+    assert spread < 3.0, medians  # the promise is 2 s; a loaded CI box's scheduling adds to it
+
+
 def test_200_tenants_a_burst_across_all_of_them_and_a_kill_9_nothing_lost_or_doubled(cluster: Any) -> None:
     """The cross-tenant due index: no tenant belongs to the killed process, so its due work is
     taken by the others at their next pass; only the runs it had claimed wait for their leases

@@ -34,6 +34,22 @@ def test_short_runs_let_a_process_hold_what_it_starts_within_a_second_and_slow_o
     assert held_claims(30.0, parallel=2, run_limit=2) == 2
 
 
+def test_a_process_holds_no_more_than_it_has_seen_end_within_the_held_wait() -> None:
+    from almanac.platform.timer_due import EndRate, held_claims
+
+    # A trivial script on 2 sandbox processes whose runs (hand-over and record included) end 19 a
+    # second on a loaded box: the slots and 20 more, not 12 a slot (runs that a process killed then strands).
+    assert held_claims(0.003, parallel=2, run_limit=20, ends_per_s=19.0) == 40
+    assert held_claims(0.003, parallel=2, run_limit=20, ends_per_s=1000.0) == 240
+    assert held_claims(2.0, parallel=2, run_limit=3, ends_per_s=100.0) == 4  # the script's own time is lower
+    rate = EndRate()
+    rate.ended(10.0)
+    assert rate.per_s() is None
+    for i in range(1, 11):
+        rate.ended(10.0 + i * 0.1)
+    assert rate.per_s() == 10.0
+
+
 def test_what_a_process_holds_beyond_its_run_slots_is_started_within_the_held_wait() -> None:
     from hypothesis import HealthCheck, given, settings, strategies as st
 
