@@ -8,6 +8,7 @@ kill -9 during a burst, and procrastinate draining the same burst on the same se
              --busy 50:50000 (50 tenants have run 50,000 times today already: the daily quotas' use to read)
              --idle 120 --bursts "" --failover 0 --procrastinate "" (only the CPU of idle workers, bench/pg_idle.py)
              --floor 8000 (the same burst drained by the fewest statements per run, bench/pg_floor.py)
+             --graphile 8000,20000 --graphile-modes defaults,fast (graphile-worker beside procrastinate)
              --pg-url postgresql+psycopg://...
 
 Set-up (bench/pg_setup.py): a throwaway PostgreSQL (tests/support/pg.py; fsync off) unless --pg-url is
@@ -36,6 +37,8 @@ them due at once; their leases, the script's timeout + `--lease-margin`, are the
 
 The procrastinate phase (bench/pg_procrastinate.py) defers the same number of jobs of a
 no-op task due at one instant and drains them with the same number of worker processes.
+The graphile-worker phase (`--graphile 8000`, bench/pg_graphile.py) does the same with
+graphile-worker from the npm registry, at its defaults and at its documented fast settings.
 
 `--runner noop` (default) measures the scheduler and the database: the script is
 a Python no-op. `--runner sandbox` runs the real QuickJS sandbox per occurrence.
@@ -368,6 +371,9 @@ def main() -> None:
     parser.add_argument("--failover-procs", type=int, default=4, help="processes of the kill -9 phase")
     parser.add_argument("--procrastinate", default="8000", help="bursts drained by procrastinate; empty: none")
     parser.add_argument("--procrastinate-concurrency", type=int, default=10)
+    parser.add_argument("--graphile", default="",
+                        help="bursts drained by graphile-worker (bench/pg_graphile.py, installed from npm); empty: none")
+    parser.add_argument("--graphile-modes", default="defaults,fast", help="its settings: defaults, fast or both")
     parser.add_argument("--floor", type=int, default=0,
                         help="burst of the floor phases (bench/pg_floor.py: the fewest statements per run); 0: none")
     parser.add_argument("--floor-pass", type=int, default=120, help="rows a pass of the floor phases claims")
@@ -394,7 +400,7 @@ def main() -> None:
     if args.worker:
         return worker_main(args)
     from almanac.db import Database
-    from bench import pg_catalog, pg_floor, pg_idle, pg_procrastinate, pg_setup
+    from bench import pg_catalog, pg_floor, pg_graphile, pg_idle, pg_procrastinate, pg_setup
     from tests.support.pg import PgServer
 
     command = shlex.join(["python", "bench/pg_scale_bench.py", *sys.argv[1:]])
@@ -477,6 +483,12 @@ def main() -> None:
                 row["load"] = [round(x, 2) for x in os.getloadavg()]
                 results.append(row)
                 print(json.dumps(row), flush=True)
+        for burst in (int(b) for b in args.graphile.split(",") if b):
+            for procs in (int(p) for p in args.procs.split(",")):
+                for mode in (m for m in args.graphile_modes.split(",") if m):
+                    row = pg_graphile.burst(pg_setup.dsn(args.pg_url), burst, procs, mode, var)
+                    results.append(row)
+                    print(json.dumps(row), flush=True)
         summary = {"command": command, "tenants": args.tenants, "schedules": per_tenant * args.tenants,
                    "runner": args.runner, "cores": os.cpu_count(), "setup_s": [round(t1 - t0), round(t2 - t1)],
                    "phases": results, "floor": floor_rows}
