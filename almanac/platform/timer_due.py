@@ -344,3 +344,21 @@ class CrossTenantScheduler(Scheduler):
             self._backlogs = dict(batch.backlog)
             self.metrics.set_backlog(self._backlogs)
         return next_look(batch, now, self.idle)
+
+    # -- synchronous use (tests) -----------------------------------------------------------
+
+    def tick(self, tenant: str = "", limit: int = 100) -> list[Any]:
+        """One pass across every tenant, run in this thread and recorded as `_record_done` records
+        them (`finish_across`); for tests with a manual clock, so that they drive the claim and the
+        record that production runs on PostgreSQL. `tenant` is not used: the pass claims by the index.
+        """
+        batch = self.store.claim_across(self.clock.now(), limit, share=self.share, tenant_exists=self.tenant_exists)
+        self._count_records(batch.recorded)
+        with self._cond:  # held and in flight as a pass holds them, so that the record gives them back
+            self._inflight += len(batch.claims)
+            self._unrecorded += len(batch.claims)
+            for claim in batch.claims:
+                self._held_by[claim.tenant] += 1
+                self._claims[(claim.tenant, claim.run_id)] = claim
+        self._record_done([self._run(claim) for claim in batch.claims])
+        return list(batch.claims)

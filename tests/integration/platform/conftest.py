@@ -14,11 +14,31 @@ from almanac.platform.metrics import get_metrics
 from almanac.platform.runner import FunctionRunner
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
+from almanac.platform.timer_due import CrossTenantScheduler
 from tests.integration.platform.scheduler_world import EveryRules, World
 
 
 @pytest.fixture
-def world(database: Database, make_tenant: Callable[..., str], manual_clock: ManualClock) -> World:
+def world_path() -> str:
+    """Which claim the `world` fixture's scheduler uses: "per_tenant" (SQLite's path) by default."""
+    return "per_tenant"
+
+
+@pytest.fixture(params=["per_tenant", "across"])
+def on_both_paths(request: pytest.FixtureRequest) -> str:
+    """`world_path = on_both_paths` in a module runs its `world` tests on both claims: the
+    per-tenant one, and the claim across tenants through the shared due index, the path
+    `almanac worker` runs on PostgreSQL (skipped on SQLite)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def world(world_path: str, database: Database, make_tenant: Callable[..., str],
+          manual_clock: ManualClock) -> World:
+    """A scheduler over one tenant, claiming by `world_path`."""
+    path = world_path
+    if path == "across" and database.is_sqlite:
+        pytest.skip("the claim across tenants is PostgreSQL's")
     store = SqlStore(database, EveryRules(), lease_margin_s=120)
     holder: dict[str, World] = {}
 
@@ -27,8 +47,9 @@ def world(database: Database, make_tenant: Callable[..., str], manual_clock: Man
         w.calls.append(event)
         return w.behaviour(source, event, caps) if w.behaviour else {"ok": True}
 
-    scheduler = Scheduler(store, FunctionRunner(script), manual_clock, lambda: [],
-                          metrics=get_metrics(CollectorRegistry()))
+    timer = CrossTenantScheduler if path == "across" else Scheduler
+    scheduler = timer(store, FunctionRunner(script), manual_clock, lambda: [],
+                      metrics=get_metrics(CollectorRegistry()))
     w = World(database, make_tenant(), manual_clock, store, scheduler)
     holder["w"] = w
     return w

@@ -17,6 +17,7 @@ from almanac.platform.clock import ManualClock
 from almanac.platform.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
 from almanac.platform.store_sql import SqlStore
 from almanac.platform.timer import Scheduler
+from almanac.platform.timer_due import CrossTenantScheduler
 
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -109,3 +110,9 @@ class World:
 
     def tick(self) -> list[Any]:
         return self.scheduler.tick(self.tenant)
+
+    def claim(self, limit: int = 10) -> list[Any]:
+        """Claim what is due now without running it, the way this world's scheduler claims."""
+        if isinstance(self.scheduler, CrossTenantScheduler):
+            return list(self.store.claim_across(self.clock.now(), limit).claims)
+        return list(self.store.claim_due(self.tenant, self.clock.now(), limit).claims)

@@ -15,6 +15,9 @@ from sqlalchemy import func, select
 from almanac.platform import policies
 from almanac.platform.models import Job
 from tests.integration.platform.scheduler_world import World
+from tests.integration.platform.conftest import on_both_paths
+
+world_path = on_both_paths  # recorded as production records on each backend
 
 FAN_OUT = 20  # follow-ups each run plans: under the per-run limit, so only the chain limit can stop them
 

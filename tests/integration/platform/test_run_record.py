@@ -11,6 +11,9 @@ from typing import Any
 
 from almanac.sandbox.contract import RunRequest, RunResult
 from tests.integration.platform.scheduler_world import World
+from tests.integration.platform.conftest import on_both_paths
+
+world_path = on_both_paths  # recorded as production records on each backend
 
 
 class MeasuringRunner:
@@ -54,6 +57,14 @@ def test_a_run_that_cannot_be_recorded_keeps_its_event(world: World, monkeypatch
         return finish(items)
 
     monkeypatch.setattr(world.store, "finish_many", refusing)
+    finish_across = world.store.finish_across  # the record across tenants refuses it too
+
+    def refusing_across(items: Any) -> Any:
+        if any("could not be recorded" not in (o.reason or "") for _, o, _, _ in items):
+            raise RuntimeError("the database refused the row")
+        return finish_across(items)
+
+    monkeypatch.setattr(world.store, "finish_across", refusing_across)
     world.put_job("j", world.add_script(), world.clock.now())
     world.tick()
     (run,) = world.runs()

@@ -10,6 +10,9 @@ from almanac.delivery import fanout
 from almanac.delivery.models import Delivery, Target
 from almanac.platform import service
 from almanac.platform.models import Event
+from tests.integration.platform.conftest import on_both_paths
+
+world_path = on_both_paths  # every policy through the claim production runs on each backend
 
 
 def _fail(source, event, caps):
@@ -77,9 +80,9 @@ def test_a_lapsed_last_attempt_is_a_failure_in_row_with_its_event(world: World) 
 
     sid = world.add_schedule(world.add_script(), every=60, max_attempts=1, pause_after_failures=1)
     world.clock.set(world.schedule(sid).next_run_at)
-    (claim,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims  # its process then dies
+    (claim,) = world.claim(10)  # its process then dies
     world.clock.set(claim.lease_until + timedelta(seconds=1))
-    world.store.claim_due(world.tenant, world.clock.now(), 10)
+    world.claim(10)
     sch = world.schedule(sid)
     assert not sch.enabled and "1 failed run in a row" in sch.paused_reason
     events = _events(world)
@@ -94,7 +97,7 @@ def test_a_lapsed_attempt_that_is_retried_is_not_yet_a_failure(world: World) -> 
 
     sid = world.add_schedule(world.add_script(), every=60, max_attempts=2, pause_after_failures=1)
     world.clock.set(world.schedule(sid).next_run_at)
-    (claim,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    (claim,) = world.claim(10)
     world.clock.set(claim.lease_until + timedelta(seconds=1))
-    world.store.claim_due(world.tenant, world.clock.now(), 10)
+    world.claim(10)
     assert world.schedule(sid).enabled and _events(world) == []

@@ -11,6 +11,9 @@ from tests.integration.platform.scheduler_world import World
 from almanac.platform import planning
 from almanac.sandbox.capabilities import CapabilityError
 from almanac.platform.models import Schedule
+from tests.integration.platform.conftest import on_both_paths
+
+world_path = on_both_paths  # every policy through the claim production runs on each backend
 
 
 def _down_for(world: World, sid: int, minutes: int, extra_s: int = 1):
@@ -82,7 +85,7 @@ def test_occurrences_older_than_the_catchup_window_are_expired(world: World) -> 
 
 def _hold_a_run(world: World, sid: int):
     world.clock.set(world.schedule(sid).next_run_at)
-    (held,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    (held,) = world.claim(10)
     world.clock.advance(60)
     return held
 
@@ -114,7 +117,7 @@ def test_overlap_queue_waits_at_most_until_the_blockers_lease_lapses(world: Worl
     held = _hold_a_run(world, sid)
     assert world.tick() == []  # queued behind a run that is still leased
     world.clock.set(held.lease_until + timedelta(seconds=1))
-    (retry,) = world.store.claim_due(world.tenant, world.clock.now(), 10).claims
+    (retry,) = world.claim(10)
     assert retry.attempt == 2 and retry.occurrence_id == held.occurrence_id  # the dead one, retried
     world.store.finish(retry, RunResult("succeeded"), world.clock.now(), world.clock.now())
     (queued,) = world.tick()  # the queued one waited for the retry too
@@ -165,7 +168,7 @@ def test_priority_among_occurrences_due_together(world: World) -> None:
     now = world.clock.now()
     for key, prio in (("low", 0), ("high", 9), ("mid", 5)):
         world.put_job(key, script, now, priority=prio)
-    order = [world.store.claim_due(world.tenant, now, 1).claims[0].job_key for _ in range(3)]
+    order = [world.claim(1)[0].job_key for _ in range(3)]
     assert order == ["high", "mid", "low"]
 
 
