@@ -26,7 +26,6 @@ from .analysis import ensure_fires, ensure_min_interval
 from .business import LINE as CALENDAR_LINE
 from .business import Business, describe_with, first_runs
 from .static import static_reason
-from .describe import describe
 from .engine import PREVIEW_STEPS, SearchTooLong, budget_scope, compile_plan, limited_budget
 from .expand import rule_walk
 from .model import MAX_INPUT_BYTES, Recurrence, Rule, freq_rank
@@ -251,6 +250,6 @@ def preview(text: str, timezone: str, *, start: datetime | None, now: datetime,
             found = [r.when for r in rolled if r.when is not None and r.when >= after]
             notes = [r for r in rolled if r.action != "kept"]
         shifts = gap_shifts(rec, found)
-    return Preview(rec.input_kind, rec.canonical, describe_with(describe(rec), business), found, shifts,
+    return Preview(rec.input_kind, rec.canonical, describe_with(rec, business), found, shifts,
                    notes, business)
 

@@ -18,12 +18,13 @@ what the calendar does: see `roll`), and it stops after `MAX_STEPS` occurrences.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, time, timedelta
 from typing import Iterator
 
 from .calendars import BusinessCalendar
-from .model import Recurrence
+from .describe import describe
+from .model import CalendarClause, Recurrence
 from .occurrences import occurrences
 from .window import DaySlice
 from .roll import POLICIES, Policy, Rolled, _why_not, check_policy, roll
@@ -68,15 +69,13 @@ def why_closed(cal: BusinessCalendar, day: date) -> str | None:
     return _why_not(cal, day)
 
 
-def describe_with(description: str, business: Business | None) -> str:
-    """A rule's description with the calendar it runs under."""
+def describe_with(rec: Recurrence, business: Business | None) -> str:
+    """A rule's description with the calendar it runs under, in the words the English parser reads
+    back ("... except holidays in DE-BY", "..., or the business day before if it is not a business
+    day in acme-de"): the calendar the schedule runs under replaces any the rule's English named."""
     if business is None:
-        return description
-    name = business.calendar.name
-    if business.policy == "skip":
-        return f"{description}, only on business days of calendar {name}"
-    side = "before" if business.policy == "before" else "after"
-    return f"{description}, or the business day {side} when that is not a business day of calendar {name}"
+        return describe(rec)
+    return describe(replace(rec, calendar=CalendarClause(business.calendar.name, business.policy)))
 
 
 def runs(rec: Recurrence, business: Business, after: datetime) -> Iterator[Rolled]:

@@ -23,8 +23,7 @@ router = api_router(prefix="/schedules", tags=["schedules"], read="viewer", writ
 
 def _describe(sch: Schedule) -> str:
     canonical, business = recurrence.business.detach(sch.rrule)
-    return recurrence.business.describe_with(recurrence.describe(recurrence.load(canonical, sch.input_kind)),
-                                             business)
+    return recurrence.business.describe_with(recurrence.load(canonical, sch.input_kind), business)
 
 
 def _out(sch: Schedule, description: str | None = None) -> ScheduleOut:

@@ -40,8 +40,7 @@ POLICY_DEFAULTS = {"misfire": "run_once", "overlap": "skip", "max_attempts": "3"
 
 def describe(sch: Schedule) -> str:
     canonical, business = recurrence.business.detach(sch.rrule)
-    return recurrence.business.describe_with(recurrence.describe(recurrence.load(canonical, sch.input_kind)),
-                                             business)
+    return recurrence.business.describe_with(recurrence.load(canonical, sch.input_kind), business)
 
 
 @router.get("/schedules")

@@ -196,3 +196,10 @@ def test_english_business_words_through_the_api_name_their_calendar_or_are_refus
         "start": "2027-01-05T00:00:00", "count": 2})
     assert given.status_code == 200, given.text
     assert [d[:10] for d in given.json()["next"]] == ["2027-01-05", "2027-01-07"]  # 6 Jan: Epiphany in Bavaria
+    # The calendar is said once, in words the rule builder reads back to the same rule and calendar.
+    assert given.json()["description"] == "every business day at 8:00 AM except holidays in DE-BY (Europe/Berlin)"
+    payroll = viewer.post("/api/v1/recurrence/preview", json={
+        "rule": "on the 25th of every month at 10, or the business day before if it is not a business day in DE-BY",
+        "timezone": "Europe/Berlin"}).json()
+    assert payroll["description"] == ("every month on the 25th at 10:00 AM, or the business day before if it is "
+                                      "not a business day in DE-BY (Europe/Berlin)")
