@@ -75,3 +75,6 @@ def _install_guide(app: FastAPI, guide_dir: Path | None) -> None:
         return HTMLResponse(GUIDE_MISSING)
 
     app.add_route("/guide", guide_missing, include_in_schema=False)
+    # The pages link into the guide (the editor's reference to the scripts page): without it built,
+    # those links say how to build it rather than end in a 404.
+    app.add_route("/guide/{page:path}", guide_missing, include_in_schema=False)

@@ -41,3 +41,21 @@ def test_a_built_guide_is_served(tmp_path: Path):
     client = TestClient(app)
     assert "Almanac guide" in client.get("/guide", follow_redirects=True).text
     assert "Rules" in client.get("/guide/guide/rules.html").text
+
+
+def test_the_editor_reference_links_the_guides_script_pages_and_they_exist(make_tenant, browser, tmp_path: Path):
+    """The script editor's reference links the guide's scripts page and script API; the built guide
+    has both pages, and a server without the guide answers them with how to build it, not a 404."""
+    slug = make_tenant()
+    page = browser()
+    page.login(f"admin@{slug}.test")
+    html = page.get("/scripts/new").text
+    links = ["/guide/guide/scripts.html", "/guide/reference/script-api.html"]
+    assert all(f'href="{link}"' in html for link in links)
+    docs_dir = Path(__file__).resolve().parents[3] / "docs"
+    assert (docs_dir / "guide" / "scripts.md").is_file() and (docs_dir / "reference" / "script-api.md").is_file()
+    app = FastAPI(docs_url=None, redoc_url=None)
+    docs.install(app, tmp_path / "not-built")
+    for link in links:
+        missing = TestClient(app).get(link)
+        assert missing.status_code == 200 and "make docs" in missing.text
