@@ -1,6 +1,6 @@
 """The second peer of `pg_scale_bench.py`: graphile-worker draining the same burst on the same PostgreSQL.
 
-    (used by pg_scale_bench.py --graphile 8000; alone: python bench/pg_graphile.py DSN COUNT PROCS defaults|fast)
+    (used by pg_scale_bench.py --graphile 8000; alone: python -m bench.pg_graphile DSN COUNT PROCS defaults|fast)
 
 `install()` puts graphile-worker from the npm registry into `bench/.graphile/` (git ignores it): the newest
 release whose `engines.node` the machine's node satisfies. `burst()` installs its schema (once), starts
@@ -18,13 +18,14 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+from bench.pg_scale_bench import pct, stop_workers
 
 HERE = Path(__file__).resolve().parent
 FOLDER = HERE / ".graphile"
@@ -100,16 +101,6 @@ def _wait_empty(dsn: str, timeout_s: float) -> None:
                 return
 
 
-def _stop(workers: list[subprocess.Popen[bytes]]) -> None:
-    for w in workers:
-        w.send_signal(signal.SIGTERM)
-    for w in workers:
-        try:
-            w.wait(30)
-        except subprocess.TimeoutExpired:
-            w.kill()
-
-
 def burst(dsn: str, count: int, procs: int, mode: str, var: Path, timeout_s: float = 600.0,
           lead_s: float = 6.0) -> dict[str, Any]:
     version = install()
@@ -130,7 +121,7 @@ def burst(dsn: str, count: int, procs: int, mode: str, var: Path, timeout_s: flo
         cpu = [b - a for a, b in zip(cpu0, _cpu([w.pid for w in workers]))]
         load = [round(x, 2) for x in os.getloadavg()]
     finally:
-        _stop(workers)
+        stop_workers(workers)
     reports = [json.loads(out.read_text()) for out in outs if out.exists()]
     row = summarize(reports, due, count, procs, mode, version)
     row["cpu_ms_per_run"] = [round(1000 * c / max(1, row["ran"]), 3) for c in cpu]  # workers, PostgreSQL
@@ -147,16 +138,12 @@ def _cpu(pids: list[int]) -> list[float]:
 def summarize(reports: list[dict[str, Any]], due: datetime, count: int, procs: int, mode: str,
               version: str) -> dict[str, Any]:
     ran = sum(r["started"] for r in reports)
-    lags = sorted(lag / 1000 for r in reports for lag in r["lags_ms"])
+    lags = [lag / 1000 for r in reports for lag in r["lags_ms"]]
     last = max((r["last_done_ms"] for r in reports), default=0) / 1000
     span = last - due.timestamp()
-
-    def pct(p: float) -> float:
-        return round(lags[min(len(lags) - 1, int(round(p / 100 * (len(lags) - 1))))], 3) if lags else float("nan")
-
     return {"system": f"graphile-worker {version} ({mode})", "processes": procs, "due": count, "ran": ran,
             "per_second": round(ran / span, 1) if span > 0 else 0, "drain_s": round(span, 2),
-            "lag_p50_s": pct(50), "lag_p99_s": pct(99)}
+            "lag_p50_s": round(pct(lags, 50), 3), "lag_p99_s": round(pct(lags, 99), 3)}
 
 
 if __name__ == "__main__":
