@@ -43,7 +43,7 @@ lint: install-dev
 
 # Two parts: the independent tests in parallel, then the few that assert how soon things happen
 # alone, so that a neighbour's load cannot make them late. Those all live in tests/acceptance (a
-# test checks), so the second session collects only that folder.
+# test checks), so the second pytest run collects only that folder.
 test: install-dev lint
 	$(BIN)/pytest -q -n $(XDIST) -m "not timing" --durations=25 $(PYTEST_ARGS) || [ $$? -eq 5 ]
 	$(BIN)/pytest -q -m timing --durations=10 $(or $(PYTEST_ARGS),tests/acceptance) || [ $$? -eq 5 ]  # 5: none selected
