@@ -14,7 +14,7 @@ from almanac import logs, retention
 from almanac.db import Database
 from almanac.delivery.models import Target
 from almanac.errors import AlmanacError
-from almanac.platform import quotas
+from almanac.platform.store import quotas
 from almanac.platform.clock import SystemClock
 from almanac.settings import Settings
 from almanac.tenants import auth, people, registry

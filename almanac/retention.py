@@ -36,8 +36,8 @@ from sqlalchemy.orm import Session
 
 from almanac.db import Database
 from almanac.delivery.models import OPEN, Delivery, DeliveryAttempt, EventFanout
-from almanac.platform.models import DONE, Event, Job, Occurrence, Run
-from almanac.platform.quotas import TenantQuota
+from almanac.platform.store.models import DONE, Event, Job, Occurrence, Run
+from almanac.platform.store.quotas import TenantQuota
 
 log = logging.getLogger("almanac.retention")
 

@@ -26,15 +26,15 @@ from almanac.db import Database
 from almanac.egress.fetch import FetchError
 from almanac.outbound import Outbound, RunOutbound
 from almanac.delivery.dispatcher import Dispatcher
-from almanac.platform.admission import Admission
+from almanac.platform.timer.admission import Admission
 from almanac.platform.clock import Clock, SystemClock
-from almanac.platform.liveness import Liveness, owner_of
+from almanac.platform.timer.liveness import Liveness, owner_of
 from almanac.platform.notify import Listener, Notifier, notify_in
 from almanac.platform.runner import broken
-from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer import IDLE_S, Scheduler
-from almanac.platform.timer_due import CrossTenantScheduler
-from almanac.platform.timer_leases import TenantLeases
+from almanac.platform.store.sql_store import SqlStore
+from almanac.platform.timer.scheduler import IDLE_S, Scheduler
+from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+from almanac.platform.timer.tenant_leases import TenantLeases
 from almanac.retention import Pruner
 from almanac.sandbox.capabilities import CapabilityError, ForwardingCapabilities
 from almanac.sandbox.contract import RunRequest, RunResult

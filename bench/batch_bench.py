@@ -50,7 +50,7 @@ def _free_port() -> int:
 def setup_tenants(url: str, var: Path, count: int) -> dict[str, tuple[str, int]]:
     """slug -> (editor token, script id): tenants, tokens and one script each, made directly."""
     from almanac.db import Database
-    from almanac.platform.models import Script, ScriptVersion
+    from almanac.platform.store.models import Script, ScriptVersion
     from almanac.settings import Settings
     from almanac.tenants import auth, migrations, registry
 

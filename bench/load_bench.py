@@ -131,7 +131,7 @@ class Bench:
         return slug
 
     def script(self, slug: str, ms: float) -> int:
-        from almanac.platform.models import Script, ScriptVersion
+        from almanac.platform.store.models import Script, ScriptVersion
 
         now = datetime.now(timezone.utc)
         with self.db.tenant_session(slug) as s:
@@ -143,7 +143,7 @@ class Bench:
             return script.id
 
     def jobs(self, slug: str, script_id: int, times: list[datetime], prefix: str = "job") -> None:
-        from almanac.platform import planning
+        from almanac.platform.store import planning
 
         with self.db.tenant_session(slug) as s:
             for i, at in enumerate(times):
@@ -153,8 +153,8 @@ class Bench:
 
     def scheduler(self) -> tuple[Any, Any]:
         from almanac.platform.clock import SystemClock
-        from almanac.platform.store_sql import SqlStore
-        from almanac.platform.timer import Scheduler
+        from almanac.platform.store.sql_store import SqlStore
+        from almanac.platform.timer.scheduler import Scheduler
         from almanac.worker import SandboxRunner
 
         if self.args.runner == "sim":
@@ -172,7 +172,7 @@ class Bench:
     def runs(self, slug: str) -> list[Any]:
         from sqlalchemy import select
 
-        from almanac.platform.models import Run
+        from almanac.platform.store.models import Run
 
         R = Run.__table__
         with self.db.tenant_session(slug) as s:
@@ -183,7 +183,7 @@ class Bench:
         """Occurrences not done (scheduled at or before `until`: a schedule's next one is planned for tomorrow)."""
         from sqlalchemy import func, select
 
-        from almanac.platform.models import Occurrence
+        from almanac.platform.store.models import Occurrence
 
         O = Occurrence.__table__
         query = select(func.count()).select_from(O).where(O.c.status != "done")
@@ -261,7 +261,7 @@ def herd(args: argparse.Namespace) -> dict[str, Any]:
     from pg_scale_bench import fill_tenant
     from sqlalchemy import update
 
-    from almanac.platform.models import Occurrence, ScriptVersion
+    from almanac.platform.store.models import Occurrence, ScriptVersion
 
     bench = Bench(args)
     per = args.herd_schedules // args.herd_tenants

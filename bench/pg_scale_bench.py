@@ -93,7 +93,7 @@ def move_burst(db: Any, slugs: list[str], per_tenant: int, offset: int, lead_s: 
     from sqlalchemy import select, update
 
     from almanac.db import TENANT_SCHEMA, schema_for
-    from almanac.platform.models import Occurrence
+    from almanac.platform.store.models import Occurrence
 
     O = Occurrence.__table__
     moved = 0
@@ -113,7 +113,7 @@ def burst_runs(db: Any, slugs: list[str], due: datetime) -> list[Any]:
     """The burst's ended runs of every tenant, each with its tenant (occurrence ids repeat across tenants)."""
     from sqlalchemy import literal, select
 
-    from almanac.platform.models import Run
+    from almanac.platform.store.models import Run
 
     R = Run.__table__
     rows: list[Any] = []

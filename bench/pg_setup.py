@@ -34,8 +34,10 @@ def fill_tenant(db: Any, slug: str, count: int, rule: str) -> None:
     """One schedule through the service, then `count - 1` copies of its values by multi-row INSERTs."""
     from sqlalchemy import select
 
-    from almanac.platform import planning, service
-    from almanac.platform.models import Occurrence, Schedule, Script, ScriptVersion
+    from almanac.platform.store import planning
+
+    from almanac.platform.service import resources as service
+    from almanac.platform.store.models import Occurrence, Schedule, Script, ScriptVersion
 
     now = datetime.now(timezone.utc)
     S, O = Schedule.__table__, Occurrence.__table__

@@ -83,8 +83,8 @@ def fill_history(db: Any, slug: str, old: int, now: datetime) -> float:
 
 
 def make_due_jobs(db: Any, slug: str, count: int, now: datetime) -> None:
-    from almanac.platform import batch
-    from almanac.platform.models import Script, ScriptVersion
+    from almanac.platform.service import batch_writes as batch
+    from almanac.platform.store.models import Script, ScriptVersion
 
     with db.tenant_session(slug) as s:
         script = Script(name="noop", current_version=1, timeout_ms=1000, memory_mb=32, created_at=now, updated_at=now)
@@ -128,7 +128,7 @@ def main() -> None:
     load_before = os.getloadavg()
     from almanac import retention
     from almanac.db import Database
-    from almanac.platform.store_sql import SqlStore
+    from almanac.platform.store.sql_store import SqlStore
     from almanac.settings import Settings
     from almanac.tenants import migrations, registry
     from tests.support.pg import PgServer
@@ -143,7 +143,7 @@ def main() -> None:
                                name="bench", min_interval_seconds=60, now=now)
         fill_s = fill_history(db, "bench", args.old, now)
         due = (args.claims + args.claims_busy) * 10 + 200
-        from almanac.platform import quotas
+        from almanac.platform.store import quotas
 
         with db.shared_session() as s:  # enough room for the due jobs the claims take
             quotas.set_quotas(s, "bench", {"pending_jobs": max(due, quotas.DEFAULTS.pending_jobs)}, now)

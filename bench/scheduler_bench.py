@@ -89,9 +89,9 @@ def log_to(path: Path) -> None:
 def almanac_run(jobs: int, spread_s: float, processes: int | None, runner_kind: str = "sandbox",
                 run_ms: float = 0.0) -> dict[str, float]:
     from almanac.db import Database
-    from almanac.platform import planning
-    from almanac.platform.models import Job, Occurrence, Run, Script, ScriptVersion
-    from almanac.platform.timer import Scheduler
+    from almanac.platform.store import planning
+    from almanac.platform.store.models import Job, Occurrence, Run, Script, ScriptVersion
+    from almanac.platform.timer.scheduler import Scheduler
     from almanac.settings import Settings
     from almanac.tenants import migrations, registry
     from almanac.worker import SandboxRunner
@@ -104,7 +104,7 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None, runner_kind: 
     registry.create_tenant(db, "bench", admin_email="a@bench.test", admin_password="correct-horse-battery",
                            name="Bench", min_interval_seconds=60, now=now)
     from almanac.platform.clock import SystemClock
-    from almanac.platform.store_sql import SqlStore
+    from almanac.platform.store.sql_store import SqlStore
 
     log_to(var / "almanac.log")
     if runner_kind == "noop":

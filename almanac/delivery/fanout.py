@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from almanac.db import insert_ignore
 from almanac.delivery import targets as targets_mod
 from almanac.delivery.models import PENDING, Delivery, EventFanout, Target
-from almanac.platform.models import Event, Run
+from almanac.platform.store.models import Event, Run
 
 EV, FO, D, R = Event.__table__, EventFanout.__table__, Delivery.__table__, Run.__table__
 

@@ -27,7 +27,7 @@ from almanac.delivery.models import (
 )
 from almanac.delivery.attempt import Job, Result
 from almanac.errors import Conflict, NotFound
-from almanac.platform.models import Event
+from almanac.platform.store.models import Event
 
 D, A, T, FO, EV = Delivery.__table__, DeliveryAttempt.__table__, Target.__table__, EventFanout.__table__, Event.__table__
 ERROR_MAX = 500

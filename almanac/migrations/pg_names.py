@@ -37,7 +37,7 @@ def create_planned_once(schema: str, name: str, arguments: str, returns: str, bo
                f"AS $body${body}$body$")
 
 
-# Frozen copies of `almanac/platform/sql/`, one folder per revision that installs them: a migration
+# Frozen copies of `almanac/platform/store/sql/`, one folder per revision that installs them: a migration
 # must install the text it was written with, whatever the current files say later.
 FROZEN = Path(__file__).parent / "sql"
 

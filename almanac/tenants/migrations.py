@@ -225,7 +225,7 @@ def drop_tenant_schema(db: Database, slug: str) -> None:
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(str(db.tenant_file(slug)) + suffix).unlink(missing_ok=True)
         return
-    # The shared due index and delivery signals (almanac.platform.coordination_models.DueEntry,
+    # The shared due index and delivery signals (almanac.platform.store.coordination_models.DueEntry,
     # almanac.delivery.models.DeliverySignal; tenants may not import either package).
     shared = [Table(name, MetaData(), Column("tenant_slug", String(40))) for name in ("due_index", "delivery_signals")]
     with db.engine.begin() as conn:

@@ -8,7 +8,7 @@ from sqlalchemy import text
 
 from almanac.delivery.metrics import get_delivery_metrics
 from almanac.errors import AlmanacError
-from almanac.platform.metrics import sandbox_workers
+from almanac.platform.timer.metrics import sandbox_workers
 from almanac.web.deps import ServicesDep
 
 router = APIRouter(tags=["operations"])

@@ -16,8 +16,8 @@ from typing import Any
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from almanac.platform import service
-from almanac.platform.admission import Admitted
+from almanac.platform.service import resources as service
+from almanac.platform.timer.admission import Admitted
 from almanac.web.api.runs import with_links
 from almanac.web.api.schemas_scheduler import RunOut
 from almanac.web.audit import audit

@@ -26,8 +26,8 @@ from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from almanac.db import TENANT_SCHEMA, Database, schema_for
-from almanac.platform import planning
-from almanac.platform.models import DONE, Job, Occurrence, Run, Script, ScriptVersion
+from almanac.platform.store import planning
+from almanac.platform.store.models import DONE, Job, Occurrence, Run, Script, ScriptVersion
 from almanac.settings import Settings
 from almanac.tenants import auth, registry
 from almanac.tenants.models import Tenant

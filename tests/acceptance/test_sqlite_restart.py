@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import select
 
 from almanac.db import Database
-from almanac.platform import planning
-from almanac.platform.models import Run, Script, ScriptVersion
+from almanac.platform.store import planning
+from almanac.platform.store.models import Run, Script, ScriptVersion
 from almanac.tenants import registry
 from tests.support.proc import ALMANAC, almanac, cli_env
 from tests.support.wait import wait_until

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from almanac.db import Database
-from almanac.platform.models import Run
+from almanac.platform.store.models import Run
 from tests.browser.conftest import SLUG, shot, sign_in
 from tests.support.operating import Seeded, seed
 

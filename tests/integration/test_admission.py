@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from almanac.platform import quotas
+from almanac.platform.store import quotas
 from tests.integration.web_views.conftest import Browser
 from tests.support.inprocess import sandbox_cache, services  # noqa: F401  (fixtures: scripts run in-process)
 

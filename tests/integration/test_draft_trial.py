@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from almanac.platform import quotas
+from almanac.platform.store import quotas
 from almanac.tenants import auth, people, registry
 from almanac.web.api.schemas_scheduler import SOURCE_MAX
 from tests.integration.web_views.conftest import PASSWORD, Browser

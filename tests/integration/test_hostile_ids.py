@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from almanac.platform import service
+from almanac.platform.service import resources as service
 from almanac.tenants import audit as audit_log
 from tests.support.routes import api_routes
 

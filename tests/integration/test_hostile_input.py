@@ -238,7 +238,7 @@ def test_pages_with_ids_that_are_not_valid_ids_are_not_found(app: Any, make_tena
 
 def test_rows_written_before_the_rules_still_read(api: Any, services: Any, now: Any) -> None:
     """A tenant broken for good by earlier runs reads again: stored JSON is served repaired."""
-    from almanac.platform.models import KV, Run
+    from almanac.platform.store.models import KV, Run
 
     admin = api("admin")
     deep = "[" * 600 + "]" * 600

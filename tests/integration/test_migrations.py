@@ -1,5 +1,5 @@
 """The migrations produce exactly the models' schema (shared and tenant), on both backends, and (PostgreSQL)
-exactly the functions and triggers of the current `.sql` files (`almanac/platform/sql/`)."""
+exactly the functions and triggers of the current `.sql` files (`almanac/platform/store/sql/`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from sqlalchemy.schema import CreateSchema
 
 import almanac
 from almanac.db import Database, SharedBase, TenantBase, schema_for
-from almanac.platform.sql import FOLDER, INSTALLED
+from almanac.platform.store.sql import FOLDER, INSTALLED
 from almanac.tenants.migrations import _config, upgrade_tenant
 
 

@@ -16,8 +16,8 @@ from typing import Any
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from almanac.platform import quotas
-from almanac.platform.models import JOB_PENDING, KV, Job, Schedule
+from almanac.platform.store import quotas
+from almanac.platform.store.models import JOB_PENDING, KV, Job, Schedule
 
 THREADS = 12
 ROUNDS = 4

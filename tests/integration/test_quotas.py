@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from almanac.platform import quotas
+from almanac.platform.store import quotas
 
 
 from tests.support.inprocess import sandbox_cache, services  # noqa: F401  (fixtures: scripts run in-process)

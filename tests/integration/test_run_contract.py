@@ -31,7 +31,7 @@ def _script(client: Any, source: str, name: str = "s") -> int:
 def _events(built: Any, tenant: str) -> list[str]:
     from sqlalchemy import select
 
-    from almanac.platform.models import Event
+    from almanac.platform.store.models import Event
 
     with built.db.tenant_session(tenant) as s:
         return list(s.execute(select(Event.data).where(Event.topic == "counted").order_by(Event.id)).scalars())

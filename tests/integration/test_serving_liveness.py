@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import text
 from starlette.testclient import TestClient
 
-from almanac.platform.liveness import LOCK_SPACE
+from almanac.platform.timer.liveness import LOCK_SPACE
 from almanac.web.app import create_app
 
 

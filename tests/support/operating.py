@@ -14,7 +14,7 @@ from typing import Any
 
 from almanac.delivery import targets
 from almanac.delivery.models import Delivery
-from almanac.platform.models import Event, Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.platform.store.models import Event, Job, Occurrence, Run, Schedule, Script, ScriptVersion
 from almanac.vault.keyring import Keyring
 
 # A key of its own: the scene's webhook secrets are encrypted without touching any key file.

@@ -3,8 +3,8 @@
 from alembic import context
 
 from almanac.db import SharedBase
-import almanac.platform.coordination_models  # noqa: F401  (timer leases, heartbeats)
-import almanac.platform.quotas  # noqa: F401  (quota overrides)
+import almanac.platform.store.coordination_models  # noqa: F401  (timer leases, heartbeats)
+import almanac.platform.store.quotas  # noqa: F401  (quota overrides)
 import almanac.tenants.models  # noqa: F401  (tenants, people, tokens)
 
 connection = context.config.attributes["connection"]

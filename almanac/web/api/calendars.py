@@ -1,7 +1,7 @@
 """Business calendars (SPEC section 5): any member reads them, admins store and delete them.
 
 A name the tenant has not stored that is a place the holiday library knows ("DE", "DE-BY",
-"US-NY") reads as that place's built-in calendar (`builtin: true`); see platform/calendar_store.py.
+"US-NY") reads as that place's built-in calendar (`builtin: true`); see platform/service/calendar_store.py.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 from fastapi import BackgroundTasks, Path, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from almanac.platform import calendar_store
-from almanac.platform.models import Calendar
+from almanac.platform.service import calendar_store
+from almanac.platform.store.models import Calendar
 from almanac.platform.recurrence.calendars import MAX_CLOSED, MAX_LABEL, WEEKDAY_NAMES, BusinessCalendar
 from almanac.web.api.schemas_scheduler import Strict
 from almanac.web.audit import audit

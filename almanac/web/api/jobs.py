@@ -9,8 +9,10 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import AfterValidator
 
 from almanac import jsonsafe
-from almanac.platform import batch, job_create, service
-from almanac.platform.models import JOB_CANCELLED, JOB_DONE, JOB_PENDING
+from almanac.platform.service import batch_writes as batch
+from almanac.platform.service import job_create
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import JOB_CANCELLED, JOB_DONE, JOB_PENDING
 from almanac.web.api.schemas_batch import JobBatchIn, JobBatchOut, JobBatchResult
 from almanac.web.api.schemas_scheduler import KEY_RULE, JobIn, JobOut, JobPage, job_key
 from almanac.web.audit import TABLE as AUDIT_TABLE
@@ -75,7 +77,7 @@ async def put_job(body: JobIn, request: Request, principal: CurrentPrincipal, se
     # worker thread, not three (the dependency's start and end, and the route, each took one); this
     # process's wake-up runs in that thread too, once the commit is done (not in another after the answer).
     def work() -> tuple[JobOut, bool]:
-        if not services.db.is_sqlite:  # a new key: one statement, not a transaction (platform/job_create.py)
+        if not services.db.is_sqlite:  # a new key: one statement, not a transaction (platform/service/job_create.py)
             made = _create_at_once(body, request, principal, services, key)
             if made is not None:
                 return made, True

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import Path, Query
 
 from almanac import jsonsafe
-from almanac.platform import service
+from almanac.platform.service import resources as service
 from almanac.web.api.schemas_scheduler import KvIn, KvOut, KvPage
 from almanac.web.audit import audit
 from almanac.web.deps import ServicesDep, TenantSession, api_router

@@ -6,7 +6,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from almanac.platform import calendar_store, recurrence
+from almanac.platform import recurrence
+
+from almanac.platform.service import calendar_store
 from almanac.web.api.schemas_scheduler import CalendarName, CalendarNote, CalendarPolicy, Instant, calendar_notes
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 

@@ -8,8 +8,8 @@ from fastapi import Query
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from almanac.platform import service
-from almanac.platform.models import RUN_STATUSES, Event, Job, Run
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import RUN_STATUSES, Event, Job, Run
 from almanac.web.api.schemas_scheduler import ID_MAX, Instant, RunOut, RunPage, run_out
 from almanac.web.deps import TenantSession, api_router
 

@@ -8,8 +8,11 @@ from fastapi import BackgroundTasks, Query, Response
 from pydantic import TypeAdapter
 
 from almanac import jsonsafe
-from almanac.platform import batch, calendar_store, recurrence, service
-from almanac.platform.models import Schedule
+from almanac.platform import recurrence
+from almanac.platform.service import batch_writes as batch
+from almanac.platform.service import calendar_store
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import Schedule
 from almanac.web.api.schemas_batch import ScheduleBatchIn, ScheduleBatchOut
 from almanac.web.api.schemas_scheduler import NextOut, calendar_notes, ScheduleIn, ScheduleOut, SchedulePatch
 from almanac.web.audit import audit

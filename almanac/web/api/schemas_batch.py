@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from almanac.platform.batch import BATCH_MAX
+from almanac.platform.service.batch_writes import BATCH_MAX
 from almanac.web.api.schemas_scheduler import JobIn, JobKey, ScheduleIn, ScheduleOut, Strict
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import Request
 
 from almanac.web.audit import audit
-from almanac.platform import service
-from almanac.platform.models import ScriptVersion
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import ScriptVersion
 from almanac.web.api.schemas_scheduler import (
     RunNowIn, RunOut, ScriptCheckIn, ScriptCheckOut, ScriptIn, ScriptOut, ScriptPatch, ScriptVersionOut,
 )
@@ -15,7 +15,7 @@ from almanac.tenants.auth import Principal
 from almanac.tenants.models import ApiToken
 from almanac.web import run_now
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
-from almanac.platform.models import Script
+from almanac.platform.store.models import Script
 
 router = api_router(prefix="/scripts", tags=["scripts"], read="viewer", write="admin")
 

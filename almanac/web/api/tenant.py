@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from almanac.platform import quotas
+from almanac.platform.store import quotas
 from almanac.web.deps import CurrentPrincipal, ServicesDep, TenantSession, api_router
 
 router = api_router(prefix="/tenant", tags=["tenant"])

@@ -12,7 +12,7 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from almanac.errors import AlmanacError, Forbidden
-from almanac.platform import calendar_store
+from almanac.platform.service import calendar_store
 from almanac.platform.recurrence.calendars import WEEKDAY_NAMES, BusinessCalendar
 from almanac.platform.recurrence.business import why_closed
 from almanac.web.audit import audit

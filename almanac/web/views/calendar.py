@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from almanac.errors import NotFound
-from almanac.platform.models import Schedule
+from almanac.platform.store.models import Schedule
 from almanac.web.views import calendar_grid as cg
 from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, tenant_db, viewer_zone
 

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from almanac.errors import AlmanacError
 from almanac.platform import recurrence
-from almanac.platform.models import JOB_PENDING, Job, Schedule
+from almanac.platform.store.models import JOB_PENDING, Job, Schedule
 from almanac.platform.recurrence.engine import SearchTooLong, budget_scope
 from almanac.platform.recurrence.window import DaySlice, between, by_day
 

@@ -13,8 +13,8 @@ from fastapi.responses import Response
 from sqlalchemy import select
 
 from almanac.delivery.models import Delivery, Target
-from almanac.platform import quotas
-from almanac.platform.models import Job, Run, Schedule, Script
+from almanac.platform.store import quotas
+from almanac.platform.store.models import Job, Run, Schedule, Script
 from almanac.tenants.auth import list_tokens
 from almanac.web.views import charts, history, queries
 from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, tenant_db, viewer_zone

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import and_, exists, func, or_, select
 from sqlalchemy.orm import Session, aliased
 
-from almanac.platform.models import Job, Run, Schedule
+from almanac.platform.store.models import Job, Run, Schedule
 
 LIKE_ESCAPE = "\\"
 

@@ -13,8 +13,9 @@ from fastapi.responses import Response
 from pydantic import ValidationError as PydanticError
 
 from almanac.errors import AlmanacError, Forbidden, NotFound, ValidationError
-from almanac.platform import policies, service
-from almanac.platform.models import JOB_PENDING
+from almanac.platform.decisions import policies
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import JOB_PENDING
 from almanac.platform.recurrence.zones import get_zone
 from almanac.sandbox.capabilities import job_key_problem
 from almanac.web.api.schemas_scheduler import JobIn

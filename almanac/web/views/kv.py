@@ -14,8 +14,8 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from almanac.errors import AlmanacError, NotFound
-from almanac.platform import service
-from almanac.platform.models import KEY_MAX
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import KEY_MAX
 from almanac.web.audit import audit
 from almanac.web.views.common import PagePrincipal, ServicesDep, flash, page_router, redirect, render, tenant_db
 

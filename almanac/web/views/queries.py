@@ -1,4 +1,4 @@
-"""Read-only queries the pages need and `almanac.platform.service` does not offer (yet).
+"""Read-only queries the pages need and `almanac.platform.service.resources` does not offer (yet).
 
 Each runs in the caller's tenant session, so it sees that tenant only. They
 could move into the service layer; they are kept here, read-only, so the
@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from almanac.platform.models import ACTIVE_STATES, Job, Occurrence, Run, Schedule, Script
+from almanac.platform.store.models import ACTIVE_STATES, Job, Occurrence, Run, Schedule, Script
 
 FAILED_STATUSES = ("failed", "timed_out", "memory_exceeded")
 

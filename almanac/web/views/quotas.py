@@ -9,7 +9,7 @@ from __future__ import annotations
 from fastapi import Request
 from fastapi.responses import Response
 
-from almanac.platform import quotas
+from almanac.platform.store import quotas
 from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, tenant_db
 
 router = page_router(read="admin", write="admin")

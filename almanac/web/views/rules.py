@@ -16,7 +16,8 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from almanac.errors import AlmanacError, InvalidRule
-from almanac.platform import calendar_store, recurrence
+from almanac.platform import recurrence
+from almanac.platform.service import calendar_store
 from almanac.tenants.auth import Principal
 from almanac.web.views.rule_fields import RELEVANT, fields_of
 from almanac.web.views.common import PagePrincipal, ServicesDep, page_router, render, tenant_db, viewer_zone

@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from almanac.delivery.models import Delivery, Target
-from almanac.platform.models import Event, Job, Run, Schedule
+from almanac.platform.store.models import Event, Job, Run, Schedule
 
 
 @dataclass

@@ -13,8 +13,8 @@ from starlette.concurrency import run_in_threadpool
 
 from almanac import jsonsafe
 from almanac.errors import Conflict, ValidationError
-from almanac.platform import service
-from almanac.platform.models import RUN_STATUSES
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import RUN_STATUSES
 from almanac.web.api.schemas_scheduler import run_out
 from almanac.web import run_now
 from almanac.web.audit import audit

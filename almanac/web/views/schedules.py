@@ -1,7 +1,7 @@
 """Schedules: list with next run and last status, create and edit with the rule builder,
 pause / resume, trigger now, delete with confirmation.
 
-Every change goes through `almanac.platform.service` with the same checks as
+Every change goes through `almanac.platform.service.resources` with the same checks as
 the API (the request body is validated by the API's own `ScheduleIn`), and the
 timer is woken after the unit of work has committed.
 """
@@ -18,9 +18,12 @@ from pydantic import ValidationError as PydanticError
 
 from almanac import jsonsafe
 from almanac.errors import AlmanacError, Conflict, Forbidden
-from almanac.platform import admission, recurrence, service, trial
+from almanac.platform import recurrence
+from almanac.platform.timer import admission
+from almanac.platform.service import resources as service
+from almanac.platform.timer import trial
 from almanac.platform.runner import broken
-from almanac.platform.models import Schedule
+from almanac.platform.store.models import Schedule
 from almanac.tenants.auth import Principal
 from almanac.web.api.schemas_scheduler import RunNowIn, ScheduleIn
 from almanac.web import run_now

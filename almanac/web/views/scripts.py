@@ -22,8 +22,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from almanac.errors import AlmanacError, NotFound
-from almanac.platform import admission, service, trial
-from almanac.platform.models import Event, Script
+from almanac.platform.timer import admission
+from almanac.platform.service import resources as service
+from almanac.platform.timer import trial
+from almanac.platform.store.models import Event, Script
 from almanac.platform.runner import broken
 from almanac.web import run_now
 from almanac.web.api import scripts as scripts_api

@@ -19,7 +19,7 @@ from almanac.db import Database
 from almanac.delivery import signals
 from almanac.delivery.dispatcher import Dispatcher
 from almanac.delivery.models import DeliverySignal
-from almanac.platform.models import Event, Run
+from almanac.platform.store.models import Event, Run
 from tests.integration.delivery.conftest import FAST
 
 pytestmark = pytest.mark.postgres

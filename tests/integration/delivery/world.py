@@ -15,7 +15,7 @@ from aiosmtpd.controller import Controller
 from almanac.vault import keyring
 from almanac.delivery import targets
 from almanac.delivery.models import Delivery, DeliveryAttempt
-from almanac.platform.models import Event, Run
+from almanac.platform.store.models import Event, Run
 
 HANG_S = 2.0  # longer than the tests' 0.5 s delivery timeout
 SLOW_S = 0.2  # shorter than it

@@ -113,7 +113,7 @@ def test_paging_filters_and_bad_input(api: Callable[..., Any], issue_token: Call
 def test_an_entry_commits_and_rolls_back_with_its_change(database: Any, make_tenant: Callable[..., str],
                                                          now: Any) -> None:
     """The entry joins the tenant's unit of work (a shared-schema row in the tenant session)."""
-    from almanac.platform import service
+    from almanac.platform.service import resources as service
 
     slug = make_tenant()
     with database.shared_session() as session:

@@ -10,11 +10,11 @@ from prometheus_client import CollectorRegistry
 
 from almanac.db import Database
 from almanac.platform.clock import ManualClock
-from almanac.platform.metrics import get_metrics
+from almanac.platform.timer.metrics import get_metrics
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer import Scheduler
-from almanac.platform.timer_due import CrossTenantScheduler
+from almanac.platform.store.sql_store import SqlStore
+from almanac.platform.timer.scheduler import Scheduler
+from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 from tests.integration.platform.scheduler_world import EveryRules, World
 
 

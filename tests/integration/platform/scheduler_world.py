@@ -12,12 +12,12 @@ from typing import Any
 from sqlalchemy import select
 
 from almanac.db import Database
-from almanac.platform import planning
+from almanac.platform.store import planning
 from almanac.platform.clock import ManualClock
-from almanac.platform.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
-from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer import Scheduler
-from almanac.platform.timer_due import CrossTenantScheduler
+from almanac.platform.store.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.platform.store.sql_store import SqlStore
+from almanac.platform.timer.scheduler import Scheduler
+from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -13,8 +13,8 @@ from typing import Any
 from almanac.db import Database
 from almanac.platform.clock import SystemClock
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer import Scheduler
+from almanac.platform.store.sql_store import SqlStore
+from almanac.platform.timer.scheduler import Scheduler
 from tests.integration.platform.scheduler_world import EveryRules, World
 
 

@@ -15,8 +15,10 @@ import psycopg
 import pytest
 from sqlalchemy import event, func, select
 
-from almanac.platform import notify, quotas
-from almanac.platform.models import Job, Occurrence, Schedule, Script, ScriptVersion
+from almanac.platform import notify
+
+from almanac.platform.store import quotas
+from almanac.platform.store.models import Job, Occurrence, Schedule, Script, ScriptVersion
 
 RUN_AT = "2026-12-01T09:00:00Z"
 

@@ -10,8 +10,8 @@ from sqlalchemy import bindparam, select, text, update
 
 from tests.integration.platform.scheduler_world import World
 
-from almanac.platform.bulk import Bulk
-from almanac.platform.models import JOB_DONE, JOB_PENDING, Job
+from almanac.platform.store.executemany import Bulk
+from almanac.platform.store.models import JOB_DONE, JOB_PENDING, Job
 
 J = Job.__table__
 _DONE = update(J).where(J.c.key == bindparam("b_key"), J.c.state == JOB_PENDING).values(

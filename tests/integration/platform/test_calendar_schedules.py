@@ -12,13 +12,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 
-from almanac.platform.metrics import get_metrics
-from almanac.platform.models import Run
-from almanac.platform.planning import RecurrenceRules
+from almanac.platform.timer.metrics import get_metrics
+from almanac.platform.store.models import Run
+from almanac.platform.store.planning import RecurrenceRules
 from almanac.platform.recurrence.calendars import BusinessCalendar, is_business_day
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer import Scheduler
+from almanac.platform.store.sql_store import SqlStore
+from almanac.platform.timer.scheduler import Scheduler
 from almanac.sandbox.contract import RunResult
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -158,7 +158,7 @@ def test_the_calendar_the_rule_s_english_names_fills_the_fields_and_a_disagreeme
     from dataclasses import replace
 
     from almanac.errors import InvalidRule
-    from almanac.platform import calendar_store
+    from almanac.platform.service import calendar_store
     from almanac.platform.recurrence import parse
     from almanac.platform.recurrence.model import CalendarClause
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from almanac.platform import policies
-from almanac.platform.models import Job
+from almanac.platform.decisions import policies
+from almanac.platform.store.models import Job
 from tests.integration.platform.scheduler_world import World
 from tests.integration.platform.conftest import on_both_paths
 

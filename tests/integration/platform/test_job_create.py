@@ -1,4 +1,4 @@
-"""PostgreSQL's one-statement creation of a new job (`platform/job_create.py`): all of it or nothing.
+"""PostgreSQL's one-statement creation of a new job (`platform/service/job_create.py`): all of it or nothing.
 
 Whenever it cannot simply create the job it writes nothing and answers None, so that the caller's
 transaction (`service.put_job`) decides: a key that exists or that another request is creating, a
@@ -18,8 +18,10 @@ import pytest
 from sqlalchemy import func, insert, select
 
 from almanac.db import Database
-from almanac.platform import job_create, notify, quotas
-from almanac.platform.models import JOB_PENDING, Job, Occurrence
+from almanac.platform import notify
+from almanac.platform.service import job_create
+from almanac.platform.store import quotas
+from almanac.platform.store.models import JOB_PENDING, Job, Occurrence
 from almanac.tenants import registry
 from almanac.tenants.models import AuditEntry
 from tests.integration.platform.scheduler_world import World

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import func, select
 
-from almanac.platform.models import Job, Script, ScriptVersion
+from almanac.platform.store.models import Job, Script, ScriptVersion
 
 RUN_AT = "2030-01-01T09:00:00Z"
 REFUSED = ["a/b", "x/../victim", ".", "..", "tab\there", " padded", "padded ", "run:12", "x" * 201]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from almanac.platform.models import Job
-from almanac.platform.service import encode_cursor
+from almanac.platform.store.models import Job
+from almanac.platform.service.resources import encode_cursor
 from tests.integration.platform.test_job_keys import RUN_AT, _script
 
 

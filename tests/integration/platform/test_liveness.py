@@ -22,9 +22,9 @@ from sqlalchemy import select
 
 from almanac.db import Database
 from almanac.platform.clock import ManualClock
-from almanac.platform.liveness import AHEAD, Liveness, new_tag, reap
-from almanac.platform.models import Occurrence, Run
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.timer.liveness import AHEAD, Liveness, new_tag, reap
+from almanac.platform.store.models import Occurrence, Run
+from almanac.platform.store.sql_store import SqlStore
 from almanac.sandbox.contract import RunResult
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_due_index import _jobs, _script
@@ -34,7 +34,7 @@ import sys, time
 from pathlib import Path
 from almanac.db import Database
 from almanac.platform.clock import SystemClock
-from almanac.platform.liveness import Liveness
+from almanac.platform.timer.liveness import Liveness
 from almanac.settings import Settings
 
 db = Database(Settings(database_url=sys.argv[1], var_dir=Path(sys.argv[2]), secret_key="liveness-child-key-0123"))

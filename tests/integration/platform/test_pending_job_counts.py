@@ -16,8 +16,10 @@ from sqlalchemy import delete, func, insert, select
 
 from almanac.db import Database, schema_for
 from almanac.errors import QuotaExceeded
-from almanac.platform import batch, quotas, service
-from almanac.platform.models import JOB_PENDING, Job
+from almanac.platform.service import batch_writes as batch
+from almanac.platform.store import quotas
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import JOB_PENDING, Job
 from almanac.tenants import migrations
 from tests.integration.platform.scheduler_world import World
 

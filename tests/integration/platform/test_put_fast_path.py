@@ -17,8 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from almanac.platform import job_create, quotas
-from almanac.platform.models import Job, Occurrence
+from almanac.platform.service import job_create
+
+from almanac.platform.store import quotas
+from almanac.platform.store.models import Job, Occurrence
 from almanac.tenants import audit as audit_log, registry
 from almanac.web.fastput import FastPut
 from tests.integration.platform.test_batch_api import _script
@@ -142,7 +144,7 @@ def test_what_the_fast_path_leaves_to_fastapi(api: Any, services: Any, monkeypat
 
 def test_a_new_job_is_one_statement_on_postgresql_four_on_sqlite(api: Any, services: Any, monkeypatch: Any) -> None:
     """PostgreSQL: one statement in autocommit makes the job, its occurrence and the audit entry
-    (`platform/job_create.py`; no BEGIN, no COMMIT). SQLite: one SELECT (job locked, script, quota),
+    (`platform/service/job_create.py`; no BEGIN, no COMMIT). SQLite: one SELECT (job locked, script, quota),
     the job, its occurrence, the audit entry. Neither: an ORM flush, a token lookup (cached), a
     next_run_at query, or (a job due in ten days) a NOTIFY."""
     from tests.integration.platform.test_batch_api import _statements

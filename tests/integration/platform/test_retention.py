@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from almanac import retention
 from almanac.delivery.models import Delivery, DeliveryAttempt, EventFanout, Target
-from almanac.platform.models import Event, Occurrence, Run
+from almanac.platform.store.models import Event, Occurrence, Run
 
 DAY = timedelta(days=1)
 
@@ -151,9 +151,9 @@ def test_a_prune_transaction_holding_its_locks_does_not_hold_up_a_claim(database
     writer, and a batch holds it for milliseconds)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from almanac.platform import batch
-    from almanac.platform.models import Script, ScriptVersion
-    from almanac.platform.store_sql import SqlStore
+    from almanac.platform.service import batch_writes as batch
+    from almanac.platform.store.models import Script, ScriptVersion
+    from almanac.platform.store.sql_store import SqlStore
 
     if database.is_sqlite:
         pytest.skip("SQLite has one writer at a time")

@@ -3,7 +3,7 @@ quotas are checked again, exactly, in the transaction that records it."""
 
 from __future__ import annotations
 
-from almanac.platform import quotas
+from almanac.platform.store import quotas
 from almanac.sandbox.contract import Effects, RunResult
 from tests.integration.platform.scheduler_world import World
 
@@ -40,7 +40,7 @@ def test_runs_that_each_fit_alone_are_charged_together_at_apply(world: World) ->
     assert world.job("b").state == "done"  # not retried: trying again cannot help
     from sqlalchemy import select
 
-    from almanac.platform.models import Event
+    from almanac.platform.store.models import Event
 
     with world.session() as s:
         # b's own event was not stored (only the platform's almanac.run.failed for it)
@@ -50,7 +50,7 @@ def test_runs_that_each_fit_alone_are_charged_together_at_apply(world: World) ->
 def test_replacing_and_deleting_keys_is_charged_by_what_changes(world: World) -> None:
     claims = _claims(world, "a")
     with world.session() as s:
-        from almanac.platform.models import KV
+        from almanac.platform.store.models import KV
 
         s.add(KV(key="old", value='"x"', updated_at=world.clock.now()))
     _limit(world, kv_keys=1)

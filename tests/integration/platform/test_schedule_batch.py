@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from almanac.platform import batch, service
-from almanac.platform.bulk import CopyRows
-from almanac.platform.coordination_models import DueEntry
-from almanac.platform.models import Occurrence, Schedule
+from almanac.platform.service import batch_writes as batch
+
+from almanac.platform.service import resources as service
+from almanac.platform.store.executemany import CopyRows
+from almanac.platform.store.coordination_models import DueEntry
+from almanac.platform.store.models import Occurrence, Schedule
 from almanac.web.api.schemas_scheduler import ScheduleIn, ScheduleOut
 from tests.integration.platform.test_batch_api import _count, _script
 

@@ -151,7 +151,7 @@ def test_kv(api: Any) -> None:
 
 def test_kv_pages_with_a_cursor(api: Any, services: Any, now: Any) -> None:
     """the list stopped silently at 1,000 keys; now it pages (at most 1,000) with a cursor."""
-    from almanac.platform.models import KV
+    from almanac.platform.store.models import KV
 
     client = api("viewer")
     with services.db.tenant_session(client.tenant) as session:

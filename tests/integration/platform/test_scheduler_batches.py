@@ -13,8 +13,8 @@ from sqlalchemy import select, update
 
 from tests.integration.platform.scheduler_world import World
 
-from almanac.platform.models import Script, ScriptVersion
-from almanac.platform.timer import Scheduler
+from almanac.platform.store.models import Script, ScriptVersion
+from almanac.platform.timer.scheduler import Scheduler
 from almanac.sandbox.contract import Effects, RunResult
 
 
@@ -96,7 +96,7 @@ def test_a_lost_lease_in_a_bulk_release_rolls_back_and_records_the_rest(world: W
     assert world.store.kv_read(world.tenant, "from-lost") is None
     assert world.store.kv_read(world.tenant, "from-a") == 1 and world.store.kv_read(world.tenant, "from-b") == 1
     with world.session() as s:
-        from almanac.platform.models import Event
+        from almanac.platform.store.models import Event
 
         assert len(s.execute(select(Event.id)).all()) == 2  # the rolled-back pass left no effect behind
     statuses = {(r.job_key, r.attempt): r.status for r in world.runs()}
@@ -174,7 +174,7 @@ def test_the_running_scheduler_records_every_run_through_its_recorder(world: Wor
     assert len(world.runs(status="succeeded")) == 40 and world.runs(status="running") == []
     assert scheduler.outstanding() == (0, 0, 0)
     with world.session() as s:
-        from almanac.platform.models import Job
+        from almanac.platform.store.models import Job
 
         assert set(s.execute(select(Job.state)).scalars()) == {"done"}
 

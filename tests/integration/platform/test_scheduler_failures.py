@@ -8,8 +8,8 @@ from tests.integration.platform.scheduler_world import World
 
 from almanac.delivery import fanout
 from almanac.delivery.models import Delivery, Target
-from almanac.platform import service
-from almanac.platform.models import Event
+from almanac.platform.service import resources as service
+from almanac.platform.store.models import Event
 from tests.integration.platform.conftest import on_both_paths
 
 world_path = on_both_paths  # every policy through the claim production runs on each backend

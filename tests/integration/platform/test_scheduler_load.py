@@ -16,11 +16,11 @@ from sqlalchemy import select
 
 from almanac.db import Database
 from almanac.platform.clock import SystemClock
-from almanac.platform.models import Job
+from almanac.platform.store.models import Job
 from almanac.platform.runner import FunctionRunner
 from almanac.sandbox.contract import RunResult
-from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer import Scheduler
+from almanac.platform.store.sql_store import SqlStore
+from almanac.platform.timer.scheduler import Scheduler
 from tests.integration.platform.scheduler_world import EveryRules, World
 
 

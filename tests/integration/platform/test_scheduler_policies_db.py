@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 from tests.integration.platform.scheduler_world import World
 
-from almanac.platform import planning
+from almanac.platform.store import planning
 from almanac.sandbox.capabilities import CapabilityError
-from almanac.platform.models import Schedule
+from almanac.platform.store.models import Schedule
 from tests.integration.platform.conftest import on_both_paths
 
 world_path = on_both_paths  # every policy through the claim production runs on each backend
@@ -230,7 +230,7 @@ def test_cancelled_job_does_not_run(world: World) -> None:
     with world.session() as s:
         from sqlalchemy import select
 
-        from almanac.platform.models import Job
+        from almanac.platform.store.models import Job
 
         planning.cancel_job(s, s.execute(select(Job).where(Job.key == "k")).scalar_one(), world.clock.now())
     assert world.tick() == [] and world.job("k").state == "cancelled"
@@ -275,7 +275,7 @@ def test_a_chain_holds_at_most_100_jobs_in_all_and_a_refused_run_is_not_retried(
     with world.session() as s:
         from sqlalchemy import func, select
 
-        from almanac.platform.models import Job
+        from almanac.platform.store.models import Job
 
         # root + 10 + 8 x 10: the ninth run's tenth follow-up would be the 101st, so that run fails
         # and, all or nothing, plans none of its ten; so does every later one.
@@ -288,7 +288,7 @@ def test_a_chain_holds_at_most_100_jobs_in_all_and_a_refused_run_is_not_retried(
 def test_capability_errors() -> None:
     from datetime import datetime, timezone
 
-    from almanac.platform.effects import TenantReads
+    from almanac.platform.store.run_effects import TenantReads
     from almanac.platform.runner import _Calls
     from almanac.sandbox.effects import RunBuffer
 

@@ -8,10 +8,10 @@ from datetime import timedelta
 from tests.integration.platform.scheduler_world import EveryRules, World
 
 from almanac.db import Database, insert_ignore
-from almanac.platform import planning
-from almanac.platform.models import Occurrence
+from almanac.platform.store import planning
+from almanac.platform.store.models import Occurrence
 from almanac.sandbox.contract import Effects, RunResult
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.store.sql_store import SqlStore
 
 
 def test_a_due_occurrence_runs_once_and_the_next_is_planned(world: World) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import select, text
 
 from almanac.db import Database
-from almanac.platform.models import KV, Event, Job, Occurrence, Run, Schedule
+from almanac.platform.store.models import KV, Event, Job, Occurrence, Run, Schedule
 
 WRITTEN_BY_A_RUN = {"runs": Run, "occurrences": Occurrence, "jobs": Job, "schedules": Schedule, "events": Event,
                     "kv": KV}

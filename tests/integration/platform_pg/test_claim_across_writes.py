@@ -1,4 +1,4 @@
-"""A claim pass across tenants writes its plans and claims by one statement (`store_claim_across`), on PostgreSQL.
+"""A claim pass across tenants writes its plans and claims by one statement (`due_index.writes`), on PostgreSQL.
 
 Before it, each tenant's part wrote its own: the next occurrence, `next_run_at`, the runs and
 the compare-and-set, four statements for a schedule's claim; the first test fails on that
@@ -21,12 +21,13 @@ import pytest
 from sqlalchemy import delete, event, select, text
 
 from almanac.db import Database
-from almanac.platform import planning, store_due
-from almanac.platform.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
-from almanac.platform.sql.functions import CLAIM_READS, CLAIM_WRITES
-from almanac.platform.store_claim_across import Part, write_claims
-from almanac.platform.store_claim_reads import read_tenants
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.store import planning
+from almanac.platform.due_index import claim as store_due
+from almanac.platform.store.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.platform.store.sql.functions import CLAIM_READS, CLAIM_WRITES
+from almanac.platform.due_index.writes import Part, write_claims
+from almanac.platform.due_index.reads import read_tenants
+from almanac.platform.store.sql_store import SqlStore
 from tests.integration.platform.scheduler_world import EPOCH, EveryRules
 from tests.integration.platform_pg.tenant_rows import snapshot
 
@@ -240,7 +241,7 @@ def test_a_run_recorded_failed_in_the_pass_counts_against_the_day_as_a_read_then
         database: Database, make_tenant: Callable[..., str], still: None) -> None:
     """The day's runs are read at the start of the pass: a deleted script's run recorded `failed`
     before the tenant's first claim counts, as it did when the day was read at that claim."""
-    from almanac.platform import quotas
+    from almanac.platform.store import quotas
 
     store = SqlStore(database, EveryRules())
     outcomes = []

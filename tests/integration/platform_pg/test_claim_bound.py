@@ -2,7 +2,7 @@
 
 Claims held in memory are runs another process could have started: with 600 two-second jobs
 over 3 workers of 2 sandbox processes, each worker held 78 claims while running 2. The bound
-(`timer_due.held_claims`): the runs it has slots for now, plus what its processes start within
+(`timer.due_index_timer.held_claims`): the runs it has slots for now, plus what its processes start within
 `HELD_WAIT_S`; before any run has ended, one waiting run per process.
 """
 
@@ -19,10 +19,10 @@ from sqlalchemy import func, select
 
 from almanac.db import Database
 from almanac.platform.clock import SystemClock
-from almanac.platform.models import RUNNING, Occurrence
+from almanac.platform.store.models import RUNNING, Occurrence
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer_due import CrossTenantScheduler
+from almanac.platform.store.sql_store import SqlStore
+from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_due_index import _jobs, _script
 

@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import event, func, select, text
 
 from almanac.db import Database, tenants_met
-from almanac.platform.models import Occurrence
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.store.models import Occurrence
+from almanac.platform.store.sql_store import SqlStore
 from almanac.settings import Settings
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_record_across import DONE, T1, _items, _tenant

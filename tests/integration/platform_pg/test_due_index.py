@@ -17,11 +17,11 @@ import pytest
 from sqlalchemy import select, text
 
 from almanac.db import Database
-from almanac.platform import planning
-from almanac.platform.coordination_models import DueEntry
-from almanac.platform.models import DONE, Job, Occurrence, Run, Script, ScriptVersion
+from almanac.platform.store import planning
+from almanac.platform.store.coordination_models import DueEntry
+from almanac.platform.store.models import DONE, Job, Occurrence, Run, Script, ScriptVersion
 from almanac.sandbox.contract import RunResult
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.store.sql_store import SqlStore
 from tests.integration.platform.scheduler_world import EveryRules
 
 pytestmark = pytest.mark.postgres
@@ -210,7 +210,7 @@ def test_the_cross_tenant_timer_runs_every_tenant_s_due_work_once_and_stops_clea
         database: Database, tenants: list[str]) -> None:
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer_due import CrossTenantScheduler
+    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 
     clock = SystemClock()
     now = clock.now()
@@ -240,7 +240,7 @@ def test_claims_of_tenants_whose_run_ids_coincide_are_all_renewed(
     (seen as lease lapses with a single process in the bench)."""
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer_due import CrossTenantScheduler
+    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 
     class Holding(FunctionRunner):  # takes runs and never ends them (until told)
         def __init__(self) -> None:
@@ -292,8 +292,8 @@ def test_one_fenced_attempt_rolls_the_cross_tenant_record_back_and_the_timer_rec
         database: Database, tenants: list[str], now: datetime) -> None:
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer_due import CrossTenantScheduler
-    from almanac.platform.timer_record import _Finished
+    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.recorder import _Finished
 
     store, thief = SqlStore(database, EveryRules()), SqlStore(database, EveryRules())
     for slug in tenants:
@@ -366,7 +366,7 @@ def test_two_claimers_of_one_process_claim_at_once_each_its_part_and_every_run_o
 
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer_due import CrossTenantScheduler
+    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 
     clock = SystemClock()
     now = clock.now()
@@ -404,7 +404,7 @@ def test_leases_are_renewed_every_renew_every_not_at_every_notification(
     and renewed every held lease each time (a statement per tenant, many times a second)."""
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer_due import CrossTenantScheduler
+    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 
     calls: list[float] = []
 
@@ -437,7 +437,7 @@ def test_only_leases_claimed_or_renewed_a_round_ago_are_renewed(
     row held in the renewal's transaction across tenants while the recorder waited to release it."""
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer_due import CrossTenantScheduler
+    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 
     renewed: list[int] = []
 
@@ -497,9 +497,9 @@ def test_the_pick_looks_wanted_rows_up_by_key_even_when_the_index_statistics_lag
     due. A pick whose plan followed them compared every due row with every wanted one (a nested loop
     on the due_at index with a join filter: 474 ms a pass at 8,000 due); it must look each wanted row
     up by the primary key whatever the statistics say."""
-    from almanac.platform import store_due
+    from almanac.platform.due_index import claim as store_due
 
-    from almanac.platform import batch
+    from almanac.platform.service import batch_writes as batch
 
     for slug in tenants:  # in bulk: 1,200 jobs one by one took most of this test's time
         sid = _script(database, slug, now)

@@ -20,10 +20,10 @@ import pytest
 from sqlalchemy import select, text
 
 from almanac.db import Database, schema_for
-from almanac.platform import across
-from almanac.platform.coordination_models import DueEntry
-from almanac.platform.models import Occurrence
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.due_index import tenant_parts as across
+from almanac.platform.store.coordination_models import DueEntry
+from almanac.platform.store.models import Occurrence
+from almanac.platform.store.sql_store import SqlStore
 from almanac.sandbox.contract import RunResult
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_record_across import DONE, T1, _items, _results, _tenant

@@ -19,8 +19,8 @@ import pytest
 from sqlalchemy import text
 
 from almanac.db import Database
-from almanac.platform.store_due import _PICK, pick_parameters
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.due_index.claim import _PICK, pick_parameters
+from almanac.platform.store.sql_store import SqlStore
 from almanac.sandbox.contract import RunResult
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_due_index import _index, _jobs, _script

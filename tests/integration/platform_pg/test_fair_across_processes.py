@@ -17,8 +17,8 @@ import pytest
 from almanac.db import Database
 from almanac.platform.clock import SystemClock
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.store_sql import SqlStore
-from almanac.platform.timer_due import CrossTenantScheduler
+from almanac.platform.store.sql_store import SqlStore
+from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_due_index import _jobs, _script
 

@@ -22,7 +22,7 @@ import pytest
 from sqlalchemy import event, text
 
 from almanac.db import Database, schema_for
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.store.sql_store import SqlStore
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_record_across import DONE, T0, T1, _items
 

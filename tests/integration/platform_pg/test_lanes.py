@@ -19,9 +19,9 @@ import pytest
 from sqlalchemy import event, select, update
 
 from almanac.db import Database, schema_for
-from almanac.platform.lanes import Lanes
-from almanac.platform.models import Occurrence, Run
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.store.connection_lanes import Lanes
+from almanac.platform.store.models import Occurrence, Run
+from almanac.platform.store.sql_store import SqlStore
 from almanac.sandbox.contract import RunResult
 from almanac.settings import Settings
 from tests.integration.platform.scheduler_world import EveryRules
@@ -118,7 +118,7 @@ def test_two_processes_with_lanes_and_two_claimers_each_run_every_occurrence_onc
         settings: Settings, database: Database, laned: Database, make_tenant: Callable[..., str]) -> None:
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer_due import CrossTenantScheduler
+    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
 
     clock = SystemClock()
     now = clock.now()
@@ -147,8 +147,8 @@ def test_a_lost_lease_rolls_back_only_its_lane_s_record_and_the_timer_records_th
         laned: Database, database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer_due import CrossTenantScheduler
-    from almanac.platform.timer_record import _Finished
+    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.recorder import _Finished
 
     slugs = _tenants_with_jobs(laned, make_tenant, 8, now, 2)
     store = SqlStore(laned, EveryRules())

@@ -1,4 +1,4 @@
-"""Finished runs of many tenants recorded by one statement (`store_record_across`), on PostgreSQL.
+"""Finished runs of many tenants recorded by one statement (`due_index.record`), on PostgreSQL.
 
 Before it, `finish_across` ran four statements per tenant for a succeeded run of a schedule
 (release, run, failures reset, queued released): the first test fails on that code. The
@@ -16,10 +16,11 @@ import pytest
 from sqlalchemy import event, select, text, update
 
 from almanac.db import Database
-from almanac.platform import across, planning
-from almanac.platform.models import KV, Job, Occurrence, Run, Schedule, Script, ScriptVersion
-from almanac.platform.store_record_across import record_plain
-from almanac.platform.store_sql import SqlStore
+from almanac.platform.due_index import tenant_parts as across
+from almanac.platform.store import planning
+from almanac.platform.store.models import KV, Job, Occurrence, Run, Schedule, Script, ScriptVersion
+from almanac.platform.due_index.record import record_plain
+from almanac.platform.store.sql_store import SqlStore
 from almanac.sandbox.contract import Effects, RunResult
 from tests.integration.platform.scheduler_world import EPOCH, EveryRules
 from tests.integration.platform_pg.tenant_rows import snapshot
@@ -136,7 +137,7 @@ def test_a_lost_lease_in_a_later_statement_rolls_back_the_earlier_ones(
 
 
 def test_an_occurrence_met_twice_in_the_batch_is_fenced_row_by_row() -> None:
-    from almanac.platform.store_due import _split_plain
+    from almanac.platform.due_index.claim import _split_plain
 
     claim = type("C", (), dict(tenant="a", occurrence_id=7, job_id=None, schedule_id=1))
     other = type("C", (), dict(tenant="a", occurrence_id=8, job_id=None, schedule_id=1))

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sqlalchemy import text
 
 from almanac.db import Database, schema_for
-from almanac.platform.sql.functions import CALLED, Function
+from almanac.platform.store.sql.functions import CALLED, Function
 
 # PostgreSQL's names of the short type names the declarations use.
 _CANONICAL = {"int": "integer", "varchar": "character varying", "timestamptz": "timestamp with time zone",

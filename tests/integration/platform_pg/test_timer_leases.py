@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select, update
 
 from almanac.db import Database
-from almanac.platform.coordination_models import TimerLease, WorkerHeartbeat
-from almanac.platform.timer_leases import TenantLeases
+from almanac.platform.store.coordination_models import TimerLease, WorkerHeartbeat
+from almanac.platform.timer.tenant_leases import TenantLeases
 
 pytestmark = pytest.mark.postgres
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from almanac.platform.models import Job
+from almanac.platform.store.models import Job
 from tests.support.operating import add_script
 
 

@@ -9,8 +9,8 @@ import re
 
 from fastapi.testclient import TestClient
 
-from almanac.platform import quotas
-from almanac.platform.models import Run, Schedule
+from almanac.platform.store import quotas
+from almanac.platform.store.models import Run, Schedule
 from almanac.tenants import auth, registry
 from tests.support.operating import add_script, seed
 

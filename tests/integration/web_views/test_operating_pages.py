@@ -70,7 +70,7 @@ def test_runs_filters_search_and_paging(world):
         refused = world.get("/runs", params=bad)
         assert refused.status_code == 422 and 'role="alert"' in refused.text, bad
     # cursor paging: 60 manual runs make two pages, the second continues where the first stopped
-    from almanac.platform.models import Run
+    from almanac.platform.store.models import Run
     with world.app_db.tenant_session(world.tenant) as session:
         base = session.get(Run, s.retry)
         for _ in range(60):
@@ -136,7 +136,7 @@ def test_dashboard_charts_failing_paused_and_delivery_failures(world, signed_in)
 
 def test_schedules_list_streak_search_pause_note_and_bulk(world, database, now):
     s = world.seeded
-    from almanac.platform.models import Run
+    from almanac.platform.store.models import Run
     with database.tenant_session(world.tenant) as session:  # the running occurrence ends failed: a streak of 1
         run = session.get(Run, s.running)
         run.status, run.error = "timed_out", "took too long"

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 from sqlalchemy import func, select
 
-from almanac.platform.models import Event, Job, KV, Run
+from almanac.platform.store.models import Event, Job, KV, Run
 
 from tests.integration.web_views.test_schedule_pages import _schedule, _script
 

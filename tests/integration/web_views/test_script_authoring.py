@@ -60,7 +60,7 @@ def test_a_script_without_default_export_is_refused_on_save(signed_in, api):
 def test_every_starter_template_is_a_valid_script(services):
     for starter in script_extras.STARTERS:
         assert services.runner.check_syntax(starter.source) is None, starter.slug
-        from almanac.platform.service import source_problem
+        from almanac.platform.service.resources import source_problem
 
         assert source_problem(services.runner, starter.source) is None, starter.slug
         json.loads(starter.payload)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from almanac.platform.models import Run, Schedule
+from almanac.platform.store.models import Run, Schedule
 
 SCRIPT = "export default async function (event) {\n  return {got: event.payload};\n}\n"
 

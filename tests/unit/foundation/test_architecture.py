@@ -85,7 +85,7 @@ def test_the_contract_loads_without_wasmtime() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, almanac.platform.timer, almanac.platform.store_record, almanac.sandbox.contract\n"
+    code = ("import sys, almanac.platform.timer.scheduler, almanac.platform.store.record, almanac.sandbox.contract\n"
             "assert 'wasmtime' not in sys.modules, 'wasmtime loaded'")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from almanac.errors import ValidationError
-from almanac.platform.batch import BatchRefused
+from almanac.platform.service.batch_writes import BatchRefused
 
 
 def test_item_messages_that_end_a_sentence_are_not_doubled_up_with_the_batch_s_own_full_stop() -> None:

@@ -1,14 +1,14 @@
 """The typed rows of the claim's reads across tenants name the columns the per-tenant reads select, in order.
 
-The per-tenant path reads by the selects of `store_claim_batch`, the path across tenants by the
+The per-tenant path reads by the selects of `store.claim_rows`, the path across tenants by the
 columns of `almanac_claim_reads_v2` by name: both give the same row types.
 """
 
 from __future__ import annotations
 
-from almanac.platform import store_claim_batch as batch
-from almanac.platform import store_claim_reads as reads
-from almanac.platform.sql.functions import CLAIM_READS
+from almanac.platform.store import claim_rows as batch
+from almanac.platform.due_index import reads
+from almanac.platform.store.sql.functions import CLAIM_READS
 
 
 def test_each_row_type_names_its_select_s_columns_in_order() -> None:
@@ -23,7 +23,7 @@ def test_the_running_attempts_read_is_what_its_loop_unpacks() -> None:
 
 
 def test_each_row_type_s_fields_are_columns_the_reads_function_declares() -> None:
-    """`store_claim_reads` reads a row type's field `f` from the column `<prefix>_f` of `almanac_claim_reads_v2`,
+    """`due_index.reads` reads a row type's field `f` from the column `<prefix>_f` of `almanac_claim_reads_v2`,
     found by name in its declaration (`sql.functions.CLAIM_READS`)."""
     declared = set(CLAIM_READS.column_names)
     for prefix, row_type in (("o", reads.DueRow), ("s", reads.ScheduleRow), ("j", reads.JobRow),

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from almanac.platform import policies
+from almanac.platform.decisions import policies
 from almanac.platform.clock import ManualClock
-from almanac.platform.policies import Policy
+from almanac.platform.decisions.policies import Policy
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 

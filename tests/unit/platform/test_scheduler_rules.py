@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from almanac.platform import recurrence
-from almanac.platform.planning import RecurrenceRules
+from almanac.platform.store.planning import RecurrenceRules
 
 NOW = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 

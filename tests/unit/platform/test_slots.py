@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from almanac.platform import slots
-from almanac.platform.slots import FairQueue
+from almanac.platform.decisions import slots
+from almanac.platform.decisions.slots import FairQueue
 
 
 def _drain(queue: FairQueue[str], limit: int, steps: int) -> list[str]:

@@ -1,6 +1,6 @@
 """The scheduler's PL/pgSQL has one current-state source, and migrations install frozen copies of it.
 
-`almanac/platform/sql/` holds the functions and triggers as they are now; each migration that
+`almanac/platform/store/sql/` holds the functions and triggers as they are now; each migration that
 installs one reads its own copy under `almanac/migrations/sql/<revision>/`. A current file must
 equal the copy of the newest revision that installs it: editing a function in place (without a
 migration) would leave every database on the old text while the code believed the new one.
@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 from almanac.migrations.pg_names import FROZEN
-from almanac.platform.sql import FOLDER, INSTALLED
-from almanac.platform.sql.functions import CALLED
+from almanac.platform.store.sql import FOLDER, INSTALLED
+from almanac.platform.store.sql.functions import CALLED
 
 _CREATED = re.compile(r"CREATE (?:OR REPLACE )?FUNCTION \{(tenant|shared)\}\.(\w+)\(")
 

@@ -16,8 +16,8 @@ from typing import Any
 
 from almanac.platform.clock import SystemClock
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.store_due import CrossBatch
-from almanac.platform.timer_due import LOCKED_OUT_WAIT_S, CrossTenantScheduler, next_look
+from almanac.platform.due_index.claim import CrossBatch
+from almanac.platform.timer.due_index_timer import LOCKED_OUT_WAIT_S, CrossTenantScheduler, next_look
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
 IDLE = timedelta(seconds=5)

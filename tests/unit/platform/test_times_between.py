@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from almanac.platform import recurrence
-from almanac.platform.planning import RecurrenceRules
+from almanac.platform.store.planning import RecurrenceRules
 
 T0 = datetime(2026, 11, 21, 9, 0, tzinfo=timezone.utc)
 

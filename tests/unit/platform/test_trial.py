@@ -8,7 +8,7 @@ from typing import Any
 
 from almanac.platform.runner import FunctionRunner
 from almanac.sandbox.contract import RunResult
-from almanac.platform.trial import trial_run
+from almanac.platform.timer.trial import trial_run
 
 NOW = datetime(2026, 12, 1, 8, 0, tzinfo=timezone.utc)
 

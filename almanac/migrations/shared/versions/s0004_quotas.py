@@ -1,4 +1,4 @@
-"""Shared schema: per-tenant quota overrides (NULL: the default of almanac.platform.quotas).
+"""Shared schema: per-tenant quota overrides (NULL: the default of almanac.platform.store.quotas).
 
 Revision ID: s0004_quotas
 Revises: s0002

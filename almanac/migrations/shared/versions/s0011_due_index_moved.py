@@ -1,6 +1,6 @@
 """Shared schema (PostgreSQL): `almanac_due_index_moved()`, the due index's entries of many occurrences replaced at once.
 
-The claim and record statements across tenants (`store_claim_across`, `store_record_across`)
+The claim and record statements across tenants (`due_index.writes`, `due_index.record`)
 move their tenants' entries themselves, with the tenants' triggers off (tenant revision
 t0019_due_index_by_statement). They call this function from the statement, after the
 occurrences are written, rather than deleting with a CTE: a CTE deletes by the statement's

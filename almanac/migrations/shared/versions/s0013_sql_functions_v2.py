@@ -1,7 +1,7 @@
 """Shared schema (PostgreSQL): the due index's and the delivery signals' functions as `_v2`, from `.sql` files.
 
 The same bodies as s0007-s0011 under versioned names, installed from the frozen copies in
-`almanac/migrations/sql/s0013/` (the current state is `almanac/platform/sql/shared/`). The
+`almanac/migrations/sql/s0013/` (the current state is `almanac/platform/store/sql/shared/`). The
 tenants' triggers move to them in tenant revision t0025; `almanac_due_index_moved_v2` is what
 this release's workers call. The unversioned functions stay for the workers of the previous
 release, still running during a rolling deploy, until a later revision drops them

@@ -1,7 +1,7 @@
 """Scheduler tables: scripts, script versions, kv, the event outbox, schedules, jobs,
 occurrences (unique per schedule/job and time) and runs (unique per occurrence and attempt).
 
-Written by hand to match almanac/platform/models.py exactly.
+Written by hand to match almanac/platform/store/models.py exactly.
 
 Revision ID: t0002
 Revises: t0001

@@ -5,7 +5,7 @@ occurrences. On the hot path they were a third of a claim statement's time: `due
 is a PL/pgSQL row trigger, compiled again for every tenant's table in every backend (~0.25 ms
 the first time) and then run once per row (a DELETE and an INSERT each time), twice per run
 (claimed, released); `due_index_insert` ran once per tenant part of a claim. The claim and
-record statements across tenants (`store_claim_across`, `store_record_across`) now move the
+record statements across tenants (`due_index.writes`, `due_index.record`) now move the
 index rows of every tenant they write by one call of `almanac_due_index_moved()` (shared
 revision s0011), and set `almanac.due_index_by_statement` to `on` for just that statement
 (`across.due_index_by_statement`). Both triggers skip while it is on (a WHEN condition,

@@ -2,7 +2,7 @@
 
 A claim pass across tenants writes each tenant's next occurrences, its schedules'
 `next_run_at`, its runs and the claimed occurrences' compare-and-set
-(`store_claim_across`). Written as data-modifying CTEs of one statement naming every
+(`due_index.writes`). Written as data-modifying CTEs of one statement naming every
 tenant's schema, that text was new at every pass: PostgreSQL parsed, analysed and planned
 four writes a tenant every time, a third of the statement's time (docs/decisions/
 0007-per-tenant-functions.md). `almanac_claim_writes()` holds the same four writes as static SQL
@@ -13,13 +13,13 @@ first five calls of every tenant in every backend would be planned afresh). The 
 again; `ALMANAC_PG_TENANTS_PER_CONNECTION` bounds how many a backend keeps (~0.3 MB a
 tenant).
 
-The arguments are the columns' arrays in the order `store_claim_across` gives them; the
+The arguments are the columns' arrays in the order `due_index.writes` gives them; the
 result is one row per occurrence written: kind 0 a new one, kind 1 a claimed one with its
 run's id, each with its new due time and priority for the shared due index (which the
 caller moves once for the statement, its triggers off: t0019).
 
 This text is what every tenant's schema was given; the current one, under a versioned name,
-is in `almanac/platform/sql/tenant/` (t0025).
+is in `almanac/platform/store/sql/tenant/` (t0025).
 On SQLite nothing happens.
 
 Revision ID: t0020_claim_writes_function

@@ -1,6 +1,6 @@
 """PostgreSQL: a tenant's record of plain finished runs as a function of its schema, planned once a backend.
 
-As t0020 did for the claim's writes: the record across tenants (`store_record_across`) was
+As t0020 did for the claim's writes: the record across tenants (`due_index.record`) was
 one statement naming every tenant's schema, new text at every call, so PostgreSQL parsed,
 analysed and planned each tenant's five writes every time. `almanac_record_plain()` holds
 them as static SQL, planned once per backend (generic plans, as in t0020):
@@ -11,7 +11,7 @@ them as static SQL, planned once per backend (generic plans, as in t0020):
     que  the occurrences queued behind the schedules' runs, due at `a_queued_due`
     rst  the schedules' failures in a row back to 0
 
-The arguments are the arrays `store_record_across` gives, in its order (empty ones for a
+The arguments are the arrays `due_index.record` gives, in its order (empty ones for a
 tenant with no jobs or no schedules among the attempts). The result is one row per
 occurrence whose due time changed, for the shared due index (moved by the caller once
 for the statement, the tenant's triggers off: t0019): kind 0 released, kind 1 requeued.

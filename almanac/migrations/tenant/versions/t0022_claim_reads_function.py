@@ -1,7 +1,7 @@
 """PostgreSQL: a tenant's claim reads as a function of its schema, planned once a backend, one call a pass.
 
 As t0020 and t0021 did for the claim's writes and the record: a claim pass across tenants
-(`store_claim_reads`) read each kind of row for all its tenants by one statement naming every
+(`due_index.reads`) read each kind of row for all its tenants by one statement naming every
 tenant's schema (the due occurrences locked, their schedules, their jobs, the schedules'
 running attempts, the scripts, the day's use): five statements a pass whose text was new
 at every pass, so PostgreSQL parsed, analysed and planned each tenant's part every time.
@@ -17,7 +17,7 @@ at every pass, so PostgreSQL parsed, analysed and planned each tenant's part eve
 
 The columns are prefixed by what they come from (`o_` the occurrence, `s_` the schedule, `j_` the
 job, `c_` the script, `d_` the day), each named as its table's column, so that the caller's rows
-(`store_claim_reads`) unpack them by name; the arguments are prefixed `a_`. The scripts' sources,
+(`due_index.reads`) unpack them by name; the arguments are prefixed `a_`. The scripts' sources,
 read only when a process has not met a version yet, stay a statement of their own.
 On SQLite nothing happens.
 

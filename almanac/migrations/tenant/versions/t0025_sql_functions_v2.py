@@ -2,7 +2,7 @@
 
 The claim's reads and writes, the record of plain runs and the pending-jobs trigger function get
 versioned names, with the bodies of t0017 and t0020-t0022, installed from the frozen copies in
-`almanac/migrations/sql/t0025/` (the current state is `almanac/platform/sql/tenant/`). The
+`almanac/migrations/sql/t0025/` (the current state is `almanac/platform/store/sql/tenant/`). The
 tenant's triggers are replaced (`CREATE OR REPLACE TRIGGER`, same names and conditions) by ones
 calling the `_v2` trigger functions (shared revision s0013). The unversioned functions stay for
 the workers of the previous release during a rolling deploy, until a later revision drops them
