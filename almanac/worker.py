@@ -32,8 +32,8 @@ from almanac.platform.timer.liveness import Liveness, owner_of
 from almanac.platform.notify import Listener, Notifier, notify_in
 from almanac.platform.runner import broken
 from almanac.platform.store.sql_store import SqlStore
-from almanac.platform.timer.scheduler import IDLE_S, Scheduler
-from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+from almanac.platform.timer.claim_paths import AcrossTenants
+from almanac.platform.timer.scheduler import IDLE_S, Scheduler, across_tenants
 from almanac.platform.timer.tenant_leases import TenantLeases
 from almanac.retention import Pruner
 from almanac.sandbox.capabilities import CapabilityError, ForwardingCapabilities
@@ -334,11 +334,11 @@ class ScaledScheduler:
 
     def wake(self, slug: str) -> None:
         # The cross-tenant timer claims any tenant's due work: a change anywhere is its business.
-        if isinstance(self.timer, CrossTenantScheduler) or self.leases.owns(slug):
+        if isinstance(self.timer.path, AcrossTenants) or self.leases.owns(slug):
             self.timer.wake(slug)
 
     def _wake_all(self) -> None:
-        if isinstance(self.timer, CrossTenantScheduler):
+        if isinstance(self.timer.path, AcrossTenants):
             self.timer.wake("")  # one look at the whole index
             return
         for slug in self.leases.owned():
@@ -364,8 +364,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     if db.is_sqlite:  # a tenant is a file of its own: the timer looks at each (all of them: one process)
         timer = Scheduler(store, runner, clock, leases.owned, **timer_options)
     else:  # one claim across every tenant from the shared due index; the tenants it holds leases for first
-        timer = CrossTenantScheduler(store, runner, clock, leases.owned, **timer_options,
-                                     tenant_exists=lambda slug: slug in set(list_slugs(db)))
+        timer = across_tenants(store, runner, clock, leases.owned, **timer_options,
+                               tenant_exists=lambda slug: slug in set(list_slugs(db)))
     holder.append(timer)
     admission = Admission(store, timer, settings.run_now_waiting_max)
     timer.watcher = admission  # runs admitted by a request share the timer's slots and recorder

@@ -5,9 +5,9 @@ Folders, by role; each opens with its own map. Imports point down this list, nev
     recurrence/   rules in four forms, their English, their occurrences, business calendars (pure)
     decisions/    what to do with an occurrence, and whose run starts next (pure, take `now`)
     store/        the tables, the store's contract (`store.contract`) and its SQL: plan, claim and
-                  record one tenant's runs in transactions; quotas; PostgreSQL's functions (`store/sql/`)
-    due_index/    PostgreSQL only: the shared index of every tenant's due work, and the claim and
-                  record of many tenants in one statement through it
+                  record one tenant's runs in transactions; quotas; PostgreSQL's functions (`store/sql/`);
+                  and `store/due_index/`, PostgreSQL's shared index of every tenant's due work, through
+                  which one pass claims and records the runs of many tenants in a few statements
     timer/        the loop that claims, runs and records (one `Scheduler`, given one of the two claim
                   paths of `timer.claim_paths`), leases, liveness, and runs started by a request
     service/      what the API does in a request's transaction: scripts, schedules, jobs, batches, calendars

@@ -17,7 +17,7 @@ from hypothesis import given, strategies as st
 from sqlalchemy import event, text
 
 from almanac.db import Database
-from almanac.platform.due_index.tenant_parts import numbered, run
+from almanac.platform.store.due_index.tenant_parts import numbered, run
 
 NAMES = st.lists(st.sampled_from(["a", "b", "now", "ids0", "x_1"]), min_size=1, max_size=12)
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from almanac.db import Database
-from almanac.platform.due_index.tenant_parts import _quoted, _timestamp, array_literal
+from almanac.platform.store.due_index.tenant_parts import _quoted, _timestamp, array_literal
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40)
 TRICKY = ['', ' ', 'NULL', 'null', '"', '\\', '\\"', '{', '}', ',', '{a,b}', 'a"b\\c', ' padded ', 'ünïcødé ✓', '\t\n']

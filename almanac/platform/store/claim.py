@@ -18,10 +18,12 @@ as driver executemany through `bulk.Bulk`.
 
 from __future__ import annotations
 
+import threading
+
 import json
 import logging
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -30,6 +32,7 @@ from sqlalchemy import Table, bindparam, delete, func, insert, select, tuple_, u
 from sqlalchemy.orm import Session
 
 from almanac.db import insert_ignore
+from almanac.db import Database
 from almanac.platform.store import failures
 from almanac.platform.store import planning
 from almanac.platform.decisions import policies
@@ -39,7 +42,7 @@ from almanac.platform.store.models import (
     Job, Occurrence, Run, Schedule, Script, ScriptVersion,
 )
 from almanac.platform.store.contract import Claim, ClaimBatch
-from almanac.platform.store.claim_rows import DUE_COLUMNS, SCRIPTS, Batch, Pending, ScriptAtHand
+from almanac.platform.store.claim_rows import DUE_COLUMNS, SCRIPTS, ClaimRows, Pending, ScriptAtHand
 from almanac.platform.store.record import RELEASE_QUEUED
 from almanac.sandbox.contract import RunResult
 
@@ -49,8 +52,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("almanac.scheduler")
 
 
+def new_tag() -> str:
+    """A process's tag: 31 random bits in 8 hex digits (`timer.liveness` keys the process's advisory
+    lock by it, and that lock's second key is a signed int4)."""
+    return f"{secrets.randbits(31):08x}"
+
+
 def lease_token(tag: str) -> str:
-    """A claim's fencing token: the claiming process's tag (8 hex digits, `liveness.new_tag`), then 96 random bits.
+    """A claim's fencing token: the claiming process's tag (8 hex digits, `new_tag`), then 96 random bits.
 
     The random part is what fences (no two claims share a token). The tag tells which process
     holds a running attempt without a column of its own: the attempts of a process that died
@@ -121,16 +130,19 @@ class _Ended(NamedTuple):
     scheduled_for: datetime
 
 
-class ClaimMixin:
-    """`claim_due` and what it needs; mixed into `SqlStore` (which provides the attributes below)."""
+class TenantClaims:
+    """One tenant's claim transaction (`claim_due`), and the per-row decisions that a pass across
+    tenants (`due_index.claim.DueIndex`) reuses for each tenant it picked (`claim_rows`)."""
 
-    db: Any
-    rules: planning.Rules
-    lease_margin_s: float
-    is_postgres: bool
-    owner_tag: str  # this process's tag, the first 8 characters of its lease tokens
-    _sources: dict[tuple[str, int, int], str]
-    _sources_lock: Any
+    def __init__(self, db: Database, rules: planning.Rules, lease_margin_s: float, owner_tag: str) -> None:
+        self.db = db
+        self.rules = rules
+        self.lease_margin_s = lease_margin_s
+        self.is_postgres = not db.is_sqlite
+        self.owner_tag = owner_tag  # this process's tag, the first 8 characters of its lease tokens
+        # Script versions never change once written: their source is read once per process.
+        self._sources: dict[tuple[str, int, int], str] = {}
+        self._sources_lock = threading.Lock()
 
     def _scripts(self, s: Session, tenant: str, script_ids: set[int]) -> dict[int, ScriptAtHand]:
         """The current version of each script, its source from the in-process cache when known."""
@@ -158,7 +170,7 @@ class ClaimMixin:
                                   self._sources[(tenant, r.id, r.current_version)])
                     for r in rows if (tenant, r.id, r.current_version) in self._sources}
 
-    def _source_known(self, tenant: str, script_id: int, version: int) -> bool:
+    def source_known(self, tenant: str, script_id: int, version: int) -> bool:
         """Whether the cache holds this version's source (a pass across tenants reads only the others)."""
         with self._sources_lock:
             return (tenant, script_id, version) in self._sources
@@ -173,7 +185,7 @@ class ClaimMixin:
     def claim_due(self, tenant: str, now: datetime, limit: int) -> ClaimBatch:
         with self.db.tenant_session(tenant) as s:
             rows = s.execute(_DUE_LOCKED if self.is_postgres else _DUE, {"b_now": now, "b_limit": limit}).all()
-            batch = self._claim_rows(s, tenant, rows, now)
+            batch = self.claim_rows(s, tenant, rows, now)
             full = len(rows) >= limit
             # Not full: everything due was looked at, so say now when to look again (and what is left),
             # in this transaction rather than in two more.
@@ -182,8 +194,8 @@ class ClaimMixin:
         return ClaimBatch(batch.claims, len(rows), full, sorted(batch.recorded.items()),
                           backlog=backlog, next_due_at=next_due)
 
-    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
-                    lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> Batch:
+    def claim_rows(self, s: Session, tenant: str, rows: Sequence[Any], now: datetime,
+                    lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> ClaimRows:
         """Decide and claim these due rows of one tenant (read and locked by the caller), in `s`'s transaction.
 
         `lease_from`: when the claimed leases start, if later than `now` (a long pass across tenants).
@@ -191,7 +203,7 @@ class ClaimMixin:
         those of many tenants at once (`due_index.writes`); `claims` then stays empty.
         `reads`: what deciding the rows needs, read for many tenants at once (`due_index.reads`).
         """
-        batch = Batch(self, s, tenant, rows, lease_from or now, reads)
+        batch = ClaimRows(self, s, tenant, rows, lease_from or now, reads)
         batch.deferred = defer
         for row in rows:
             if row.status == RUNNING:
@@ -213,7 +225,7 @@ class ClaimMixin:
     def _drop(self, s: Session, row: Any) -> None:
         s.execute(delete(O).where(O.c.id == row.id, O.c.status == row.status, O.c.attempt == row.attempt))
 
-    def _record(self, s: Session, batch: Batch, row: Any, when: datetime, status: str, reason: str,
+    def _record(self, s: Session, batch: ClaimRows, row: Any, when: datetime, status: str, reason: str,
                 now: datetime, *, own: bool) -> None:
         """A history row for an occurrence that did not run (skipped, expired, failed before start)."""
         owner = batch.schedules.get(row.schedule_id) or batch.jobs.get(row.job_id)
@@ -229,13 +241,13 @@ class ClaimMixin:
                                           "schedule_id": row.schedule_id, "scheduled_for": when.isoformat(),
                                           "reason": reason})
 
-    def _finish_occurrence(self, s: Session, batch: Batch, row: Any, now: datetime) -> None:
+    def _finish_occurrence(self, s: Session, batch: ClaimRows, row: Any, now: datetime) -> None:
         if self._cas(s, row, status=DONE, due_at=None, lease_token=None, lease_until=None):
             if row.job_id is not None:
                 s.execute(update(J).where(J.c.id == row.job_id, J.c.state == JOB_PENDING).values(
                     state=JOB_DONE, updated_at=now))
 
-    def _recover(self, s: Session, batch: Batch, row: Any, now: datetime) -> Any:
+    def _recover(self, s: Session, batch: ClaimRows, row: Any, now: datetime) -> Any:
         """A running attempt whose lease lapsed: its process died. Fail it, retry if attempts remain."""
         owner = batch.schedules.get(row.schedule_id) if row.schedule_id else batch.jobs.get(row.job_id)
         max_attempts = owner.max_attempts if owner is not None else row.attempt
@@ -264,7 +276,7 @@ class ClaimMixin:
                                                 "attempt": row.attempt, "retry": retry})
         return s.execute(_ONE, {"b_id": row.id}).one() if retry else None
 
-    def _schedule_due(self, s: Session, tenant: str, batch: Batch, row: Any, now: datetime) -> None:
+    def _schedule_due(self, s: Session, tenant: str, batch: ClaimRows, row: Any, now: datetime) -> None:
         sch = batch.schedules.get(row.schedule_id)
         if sch is None or not sch.enabled or row.schedule_version != sch.version:
             self._drop(s, row)  # planned under an old rule, or the schedule is gone / paused
@@ -289,7 +301,7 @@ class ClaimMixin:
         else:
             self._claim(s, tenant, batch, row, sch, policy, now)
 
-    def _expand_misfire(self, s: Session, batch: Batch, row: Any, sch: Any, policy: policies.Policy,
+    def _expand_misfire(self, s: Session, batch: ClaimRows, row: Any, sch: Any, policy: policies.Policy,
                         now: datetime) -> bool:
         """Apply `misfire` to the schedule's times up to now and plan its next occurrence.
 
@@ -319,7 +331,7 @@ class ClaimMixin:
         self._finish_occurrence(s, batch, row, now)
         return False
 
-    def _job_due(self, s: Session, tenant: str, batch: Batch, row: Any, now: datetime) -> None:
+    def _job_due(self, s: Session, tenant: str, batch: ClaimRows, row: Any, now: datetime) -> None:
         job = batch.jobs.get(row.job_id)
         if job is None or job.state == JOB_CANCELLED or job.run_at != row.scheduled_for:
             self._drop(s, row)  # replaced by a newer upsert, or cancelled
@@ -332,7 +344,7 @@ class ClaimMixin:
             return
         self._claim(s, tenant, batch, row, job, policy, now)
 
-    def _claim(self, s: Session, tenant: str, batch: Batch, row: Any, owner: Any, policy: policies.Policy,
+    def _claim(self, s: Session, tenant: str, batch: ClaimRows, row: Any, owner: Any, policy: policies.Policy,
                now: datetime) -> None:
         script = batch.scripts.get(owner.script_id)
         problem = "its script was deleted" if script is None else batch.over_budget(s, now)
@@ -350,7 +362,7 @@ class ClaimMixin:
         if row.schedule_id is not None:
             batch.running.setdefault(row.schedule_id, {})[row.id] = lease
 
-    def _flush(self, s: Session, tenant: str, batch: Batch, now: datetime) -> None:
+    def _flush(self, s: Session, tenant: str, batch: ClaimRows, now: datetime) -> None:
         """Plan the next occurrences and claim the runnable ones, a few statements for the whole batch.
 
         Each claim is still a compare-and-set on its occurrence (status and attempt as
@@ -368,7 +380,7 @@ class ClaimMixin:
             run_ids = self._claim_locked(conn, pending, now)
         else:
             pending, run_ids = self._claim_cas(conn, pending, now)
-        batch.claims.extend(self._claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
+        batch.claims.extend(self.claim_of(tenant, p, rid, now) for p, rid in zip(pending, run_ids))
 
     def _claim_cas(self, conn: Any, pending: list[Pending], now: datetime) -> tuple[list[Pending], list[int]]:
         """(SQLite) Claim each occurrence by compare-and-set, then insert the held ones' runs; (held, run ids)."""
@@ -383,7 +395,7 @@ class ClaimMixin:
             if not pending:
                 return [], []
         # The runs' ids by their unique key (occurrence, attempt): an executemany returns no rows.
-        _INSERT_RUNS.executemany(conn, [self._run_values(p, now) for p in pending])
+        _INSERT_RUNS.executemany(conn, [self.run_values(p, now) for p in pending])
         ids = {(r.occurrence_id, r.attempt): r.id
                for r in conn.execute(_RUN_IDS, {"b_ids": sorted(p.row.id for p in pending)})}
         run_ids = [ids[(p.row.id, p.row.attempt + 1)] for p in pending]
@@ -397,7 +409,7 @@ class ClaimMixin:
         the compare-and-set writes each occurrence's run id with its lease. Under the lock the
         compare-and-set cannot miss; if it ever did, nothing is claimed on a guess (rolled back).
         """
-        run_ids = list(conn.execute(_INSERT_RUNS_RETURNING, [self._run_values(p, now) for p in pending]).scalars())
+        run_ids = list(conn.execute(_INSERT_RUNS_RETURNING, [self.run_values(p, now) for p in pending]).scalars())
         changed = _CLAIM_CAS.executemany(conn, [dict(
             b_id=p.row.id, b_status=p.row.status, b_attempt=p.row.attempt, b_new_attempt=p.row.attempt + 1,
             b_token=p.token, b_lease=p.lease, b_run_id=rid) for p, rid in zip(pending, run_ids)])
@@ -406,7 +418,7 @@ class ClaimMixin:
         return run_ids
 
     @staticmethod
-    def _run_values(p: Pending, now: datetime) -> dict[str, Any]:
+    def run_values(p: Pending, now: datetime) -> dict[str, Any]:
         row = p.row
         return dict(
             b_occurrence_id=row.id, b_schedule_id=row.schedule_id,
@@ -417,7 +429,7 @@ class ClaimMixin:
         )
 
     @staticmethod
-    def _claim_of(tenant: str, p: Pending, run_id: int, now: datetime) -> Claim:
+    def claim_of(tenant: str, p: Pending, run_id: int, now: datetime) -> Claim:
         row, owner, script, is_job = p.row, p.owner, p.script, p.row.job_id is not None
         return Claim(
             tenant=tenant, occurrence_id=row.id, run_id=run_id, lease_token=p.token, lease_until=p.lease,

@@ -1,6 +1,6 @@
-"""The rows one claim transaction of one tenant works on (`Batch`): read with one query per table.
+"""The rows one claim transaction of one tenant works on (`ClaimRows`): read with one query per table.
 
-The claim's per-row decisions (`ClaimMixin._claim_rows`) read a batch's schedules, jobs,
+The claim's per-row decisions (`TenantClaims.claim_rows`) read a batch's schedules, jobs,
 running attempts and scripts from here, and add to it what they decide: the runnable
 occurrences (`pending`, claimed together at the end), the schedules to plan next, what
 was recorded without running, and the tenant's daily budget as it is spent. A pass
@@ -9,9 +9,10 @@ across tenants hands in what it read for many tenants at once (`due_index.reads`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
@@ -21,6 +22,9 @@ from almanac.platform.decisions import policies
 from almanac.platform.store import quotas
 from almanac.platform.store.models import RUNNING, Job, Occurrence, Schedule, Script
 from almanac.platform.store.contract import Claim
+
+if TYPE_CHECKING:  # the claim transaction that reads these rows (it imports this module)
+    from almanac.platform.store.claim import TenantClaims
 
 O, J, S, SC = Occurrence.__table__, Job.__table__, Schedule.__table__, Script.__table__
 
@@ -63,10 +67,10 @@ class Pending(NamedTuple):
     lease: datetime
 
 
-class Batch:
+class ClaimRows:
     """The rows one claim transaction works on, loaded with one query per table."""
 
-    def __init__(self, store: Any, s: Session, tenant: str, rows: list[Any], lease_from: datetime,
+    def __init__(self, store: TenantClaims, s: Session, tenant: str, rows: Sequence[Any], lease_from: datetime,
                  reads: Any = None) -> None:
         """`reads`: the owners, running attempts, scripts and day's use read already (`due_index.reads`)."""
         self.day: tuple[int, int] | None = None if reads is None else reads.day
@@ -85,7 +89,7 @@ class Batch:
         self.budget: list[Any] | None = None  # [quotas, runs today, ms today], read on the first claim
         self.deferred = False  # plans and pending left to the caller (`_claim_rows(..., defer=True)`)
 
-    def _read(self, store: Any, s: Session, tenant: str, rows: list[Any]) -> None:
+    def _read(self, store: TenantClaims, s: Session, tenant: str, rows: Sequence[Any]) -> None:
         sids = sorted({r.schedule_id for r in rows if r.schedule_id is not None})
         jids = sorted({r.job_id for r in rows if r.job_id is not None})
         self.schedules = {r.id: r for r in s.execute(SCHEDULES, {"b_ids": sids})} if sids else {}

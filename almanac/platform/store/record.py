@@ -27,6 +27,7 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, null, select, update
 from sqlalchemy.orm import Session
 
+from almanac.db import Database
 from almanac.platform.store import run_effects
 from almanac.platform.store import failures
 from almanac.platform.decisions import policies
@@ -95,12 +96,13 @@ class _Fenced(Exception):
     """The optimistic release found an attempt that lost its lease: record the batch the careful way."""
 
 
-class RecordMixin:
-    """`finish` and `finish_many`; mixed into `SqlStore` (which provides `db` and `is_postgres`)."""
+class Records:
+    """Finished attempts of one tenant recorded, and their leases renewed, each fenced by its lease token."""
 
-    db: Any
-    is_postgres: bool
-    lease_margin_s: float
+    def __init__(self, db: Database, lease_margin_s: float) -> None:
+        self.db = db
+        self.is_postgres = not db.is_sqlite
+        self.lease_margin_s = lease_margin_s
 
     def finish(self, claim: Claim, result: RunResult, started: datetime, now: datetime) -> bool:
         return self.finish_many([(claim, result, started, now)])[0]
@@ -117,10 +119,10 @@ class RecordMixin:
         tenant = tenants.pop()
         try:
             with self.db.tenant_session(tenant) as s:
-                applied = self._finish_batch(s, items, optimistic=True)
+                applied = self.finish_batch(s, items, optimistic=True)
         except _Fenced:  # rolled back: nothing of the optimistic attempt remains
             with self.db.tenant_session(tenant) as s:
-                applied = self._finish_batch(s, items, optimistic=False)
+                applied = self.finish_batch(s, items, optimistic=False)
         log_fenced(items, applied)
         return applied
 
@@ -155,7 +157,7 @@ class RecordMixin:
                                              "problem": type(problem).__name__})
         return self.finish(claim, plain, started, now)
 
-    def _finish_batch(self, s: Session, items: Sequence[Finish], *, optimistic: bool) -> list[bool]:
+    def finish_batch(self, s: Session, items: Sequence[Finish], *, optimistic: bool) -> list[bool]:
         conn = s.connection()
         retries = [policies.retry_at(c.policy, r.status, c.attempt, now) if retried(r) else None
                    for c, r, _, now in items]
@@ -168,7 +170,7 @@ class RecordMixin:
         in_bulk = [r is None and counts.get(c.occurrence_id) == 1 for (c, *_), r in zip(items, retries)]
         done = sorted((c.occurrence_id, c.lease_token) for (c, *_), bulk in zip(items, in_bulk) if bulk)
         if not done:
-            held: set[int] = set()
+            held: set[int | None] = set()
         elif optimistic:
             held = self._release_all(conn, done)
         else:
@@ -181,7 +183,7 @@ class RecordMixin:
         if not ok:
             return applied
         ok = self._apply_effects(s, ok)
-        _FINISH_RUN.executemany(conn, [self._finish_values(c, res, started, now, r)
+        _FINISH_RUN.executemany(conn, [self.finish_values(c, res, started, now, r)
                                        for (c, res, started, now), r in ok])
         failures.record_endings(s, [(c, res) for (c, res, _, _), r in ok if r is None], max(now for (*_, now), _ in ok))
         latest = max(now for (*_, now), _ in ok)
@@ -195,7 +197,7 @@ class RecordMixin:
         return applied
 
     @staticmethod
-    def _release_all(conn: Any, done: list[tuple[int, str]]) -> set[int]:
+    def _release_all(conn: Any, done: list[tuple[int | None, str]]) -> set[int | None]:
         """Release every occurrence, each fenced by its own token, in one executemany (in id order).
 
         Raises `_Fenced` (the caller rolls back) unless every row was still held.
@@ -205,7 +207,7 @@ class RecordMixin:
             raise _Fenced
         return {oid for oid, _ in done}
 
-    def _release_held(self, conn: Any, done: list[tuple[int, str]]) -> set[int]:
+    def _release_held(self, conn: Any, done: list[tuple[int | None, str]]) -> set[int | None]:
         """Mark done the occurrences that still hold their attempt's token; return their ids.
 
         The rows are read under lock (SQLite: the write transaction; PostgreSQL: FOR UPDATE)
@@ -222,7 +224,7 @@ class RecordMixin:
         return {oid for oid, _ in held}
 
     @staticmethod
-    def _finish_values(claim: Claim, result: RunResult, started: datetime, now: datetime,
+    def finish_values(claim: Claim, result: RunResult, started: datetime, now: datetime,
                        retry: datetime | None) -> dict[str, Any]:
         reason = result.reason or ENDINGS.get(result.status, result.status)
         if retry is not None:

@@ -18,12 +18,14 @@ that fence held). This module puts them together with manual runs and reads.
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from datetime import datetime
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from sqlalchemy import bindparam, select, text
+
+from almanac.sandbox.contract import RunResult
 
 from almanac.db import Database
 from almanac.errors import NotFound, QuotaExceeded
@@ -31,12 +33,11 @@ from almanac.platform.store import planning
 from almanac.platform.decisions import policies
 from almanac.platform.store import quotas
 from almanac.platform.store.connection_lanes import Lanes
-from almanac.platform.timer.liveness import new_tag
 from almanac.platform.store.models import KV, RUNNING, Job, Run, Script, ScriptVersion
-from almanac.platform.store.contract import Claim
-from almanac.platform.store.claim import BACKLOG, NEXT_DUE, ClaimMixin
-from almanac.platform.due_index.claim import DueMixin
-from almanac.platform.store.record import ENDINGS, Finish, RecordMixin
+from almanac.platform.store.contract import Claim, ClaimBatch
+from almanac.platform.store.due_index.claim import DueIndex
+from almanac.platform.store.claim import BACKLOG, NEXT_DUE, TenantClaims, new_tag
+from almanac.platform.store.record import ENDINGS, Finish, Records
 
 __all__ = ["ENDINGS", "Finish", "SqlStore"]
 
@@ -48,19 +49,41 @@ _BUDGET_LOCK = text("SELECT pg_advisory_xact_lock(hashtext(:b_key))")
 _KV_READ = select(KVT.c.value).where(KVT.c.key == bindparam("b_key"))
 
 
-class SqlStore(ClaimMixin, DueMixin, RecordMixin):
+class SqlStore:
+    """`Store` on SQLite and PostgreSQL: one tenant's claim (`TenantClaims`) and records (`Records`),
+    manual runs and the reads a run makes. On PostgreSQL it also holds the due index (`due_index`),
+    the claim across tenants that `timer.claim_paths.AcrossTenants` drives; None on SQLite."""
+
     def __init__(self, db: Database, rules: planning.Rules | None = None, *, lease_margin_s: float | None = None,
                  owner_tag: str | None = None):
         self.db = db
-        self.owner_tag = owner_tag or new_tag()  # its claims' tokens begin with it (`liveness`)
+        self.owner_tag = owner_tag or new_tag()  # its claims' tokens begin with it (`timer.liveness`)
         self.rules = rules or planning.RecurrenceRules()
         self.lease_margin_s = policies.LEASE_MARGIN_S if lease_margin_s is None else lease_margin_s
         self.is_postgres = not db.is_sqlite
-        # Script versions never change once written: their source is read once per process.
-        self._sources: dict[tuple[str, int, int], str] = {}
-        self._sources_lock = threading.Lock()
-        # Each tenant's claims and records on one connection of the process (PostgreSQL, `lanes`).
+        self.claims = TenantClaims(db, self.rules, self.lease_margin_s, self.owner_tag)
+        self.records = Records(db, self.lease_margin_s)
+        # Each tenant's claims and records on one connection of the process (PostgreSQL, `connection_lanes`).
         self.lanes = Lanes(db) if db.lanes else None
+        self.due_index: DueIndex | None = DueIndex(db, self.claims, self.records, self.lanes) if self.is_postgres else None
+
+    # -- the contract's claim and record: one tenant's -----------------------------------
+
+    def claim_due(self, tenant: str, now: datetime, limit: int) -> ClaimBatch:
+        return self.claims.claim_due(tenant, now, limit)
+
+    def finish(self, claim: Claim, result: RunResult, started: datetime, now: datetime) -> bool:
+        return self.finish_many([(claim, result, started, now)])[0]
+
+    def finish_many(self, items: Sequence[Finish]) -> list[bool]:
+        return self.records.finish_many(items)
+
+    def renew_leases(self, tenant: str, claims: Sequence[Claim], now: datetime) -> set[int]:
+        return self.records.renew_leases(tenant, claims, now)
+
+    def finish_unrecordable(self, claim: Claim, result: RunResult, started: datetime, problem: Exception,
+                            now: datetime) -> bool:
+        return self.records.finish_unrecordable(claim, result, started, problem, now)
 
     def claim_manual(self, tenant: str, script_id: int, payload: Any, now: datetime, trigger: str = "manual") -> Claim:
         """A run of a script right now, outside any schedule (run now, run again, a trial): never retried.
@@ -87,10 +110,10 @@ class SqlStore(ClaimMixin, DueMixin, RecordMixin):
                 raise QuotaExceeded(why[0].upper() + why[1:] + ".",
                                     details={"quota": "runs_per_day" if "runs a day" in over else "cpu_seconds_per_day"})
             token = uuid.uuid4().hex
-            run_id = s.execute(R.insert().values(
+            run_id = cast(Any, s.execute(R.insert().values(
                 script_id=script.id, script_version=script.version, trigger=trigger, scheduled_for=now,
                 created_at=now, started_at=now, status=RUNNING, attempt=1, lease_token=token,
-            )).inserted_primary_key[0]
+            ))).inserted_primary_key[0]
         return Claim(
             tenant=tenant, occurrence_id=None, run_id=run_id, lease_token=token,
             lease_until=policies.lease_until(now, script.timeout_ms, self.lease_margin_s), attempt=1,

@@ -1,6 +1,6 @@
 """Which processes are alive, and the runs of one that died made due again at once.
 
-Every process that claims runs has a tag (`new_tag`: 8 hex digits), the first 8 characters
+Every process that claims runs has a tag (`store.claim.new_tag`: 8 hex digits), the first 8 characters
 of every lease token it writes (`store.claim.lease_token`), so the attempts a process holds
 are found by their token alone. A dead process is told from a slow or a waiting one by the
 end of its session, never by time: a run that waits for a slot or runs long changes nothing
@@ -22,7 +22,7 @@ here, so waiting is not dying (SPEC section 11).
   process starts and every `beat_s`: a process that starts again recovers what it held.
 
 Reaping ends the dead process's running attempts' leases now and makes them due (`_REAP`): the
-next claim pass of any process recovers them as lapsed (`ClaimMixin._recover`: failed, and
+next claim pass of any process recovers them as lapsed (`TenantClaims._recover`: failed, and
 retried if attempts remain) and clears their token, so a process that was only stopped can
 never finish them (its record is fenced by the token). A stopped (SIGSTOP) process keeps its
 session: its runs wait for their leases, which stay the last resort.
@@ -33,7 +33,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import secrets
 import socket
 import threading
 import time
@@ -70,11 +69,6 @@ _SERVER_KEEPALIVE = ("SET tcp_keepalives_idle = 2", "SET tcp_keepalives_interval
                      "SET tcp_keepalives_count = 3", "SET tcp_user_timeout = 5000")
 
 H, L, O, R = (cast(Table, m.__table__) for m in (WorkerHeartbeat, TimerLease, Occurrence, Run))  # Core tables, typed
-
-
-def new_tag() -> str:
-    """A process's tag: 31 random bits in 8 hex digits (the advisory lock's second key is a signed int4)."""
-    return f"{secrets.randbits(31):08x}"
 
 
 def owner_of(tag: str) -> str:

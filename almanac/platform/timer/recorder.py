@@ -1,22 +1,27 @@
 """The timer's recorder: finished runs recorded many per transaction, each fenced by its own lease token.
 
-Mixed into `timer.Scheduler` (which provides the store, the metrics, the queue of
-finished runs and `_release` / `wake`). One recorder thread takes whatever has
-finished, groups it by tenant and records each group in one transaction; a group
-whose transaction fails is recorded one by one, and a run whose own record fails
-is ended `failed` with the reason (SPEC section 9: never left `running`).
+One recorder thread per timer takes whatever has finished and records it through the
+timer's claim path (`ClaimPath.record`: a transaction per tenant, or per lane across
+tenants); what that could not record is recorded one by one, and a run whose own record
+fails is ended `failed` with the reason (SPEC section 9: never left `running`). Then the
+run slots go back to the timer (`release`) and the tenants whose follow-ups may be due
+are looked at again (`wake`).
 """
 
 from __future__ import annotations
 
 import logging
 import queue
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from collections.abc import Callable
 
-from almanac.platform.store.contract import Claim
+from almanac.platform.decisions.pacing import EndRate
+from almanac.platform.store.contract import Claim, Store
+from almanac.platform.timer.claim_paths import ClaimPath
+from almanac.platform.timer.metrics import SchedulerMetrics
 from almanac.sandbox.contract import RunResult
 
 log = logging.getLogger("almanac.scheduler")
@@ -26,7 +31,7 @@ RECORD_LINGER_S = 0.02  # while other runs are out, the recorder waits this long
 
 
 @dataclass(frozen=True)
-class _Finished:
+class Finished:
     """A run that has ended and waits for its record."""
 
     claim: Claim
@@ -36,66 +41,79 @@ class _Finished:
     elapsed_s: float
 
 
-class RecorderMixin:
-    store: Any
-    metrics: Any
-    record_linger_s: float
-    _finished: queue.Queue[Any]
-    _inflight: int
-    _thread: Any
+class Recorder:
+    """The recorder thread of one timer, and the record of one run (`finish_one`, `after_record`)."""
 
-    def _release(self, claims: list[Claim], *, recorded: bool = True) -> None:
-        raise NotImplementedError
+    def __init__(self, path: ClaimPath, store: Store, metrics: SchedulerMetrics, *,
+                 release: Callable[[list[Claim]], None], wake: Callable[[str], None], busy: Callable[[], bool],
+                 linger_s: float = RECORD_LINGER_S, ends: EndRate | None = None) -> None:
+        self.path, self.store, self.metrics = path, store, metrics
+        self.release, self.wake, self.busy = release, wake, busy  # busy: other runs are out
+        self.linger_s = linger_s
+        self.ends = ends or EndRate()
+        self._finished: queue.Queue[Finished | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
 
-    def wake(self, tenant: str) -> None:
-        raise NotImplementedError
+    @property
+    def running(self) -> bool:
+        return self._thread is not None
 
-    def _record_loop(self) -> None:
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="almanac-recorder", daemon=True)
+            self._thread.start()
+
+    def put(self, done: Finished) -> None:
+        self._finished.put(done)
+
+    def stop(self, timeout: float) -> None:
+        """After every run was put: the recorder records them all, then ends."""
+        if self._thread is not None:
+            self._finished.put(None)
+            self._thread.join(timeout)
+            self._thread = None
+
+    def _loop(self) -> None:
         stopping = False
         while not stopping:
             items = [self._finished.get()]
-            if items[0] is not None and self._inflight > 1 and self.record_linger_s > 0:
+            if items[0] is not None and self.busy() and self.linger_s > 0:
                 # Other runs are out: let a few of them finish too, so that one transaction records
                 # many (each transaction costs about as much CPU as a dozen of its records).
-                time.sleep(self.record_linger_s)
+                time.sleep(self.linger_s)
             while len(items) < RECORD_BATCH:
                 try:
                     items.append(self._finished.get_nowait())
                 except queue.Empty:
                     break
             stopping = None in items
-            self._record_done([item for item in items if item is not None])
+            self.record_done([item for item in items if item is not None])
 
-    def _record_done(self, done: list[_Finished]) -> None:
-        """Record these finished runs, a transaction per tenant, and give their slots back."""
-        by_tenant: dict[str, list[_Finished]] = {}
-        for item in done:
-            by_tenant.setdefault(item.claim.tenant, []).append(item)
-        for group in by_tenant.values():
-            try:
-                self._record(group)
-            except Exception:  # never let the recorder die: the slots must come back
-                log.exception("run.record_failed", extra={"event": "run.record_failed"})
-            finally:
-                self._release([d.claim for d in group])
-
-    def _record(self, group: list[_Finished]) -> None:
-        """Record a tenant's finished runs in one transaction; if that fails, one by one."""
+    def record_done(self, done: list[Finished]) -> None:
+        """Record these finished runs through the claim path, and give their slots back."""
+        if not done:
+            return
+        at = time.monotonic()
+        for _ in done:
+            self.ends.ended(at)
         try:
-            applied: list[bool | None] = list(self.store.finish_many(
-                [(d.claim, d.result, d.started, d.finished_at) for d in group]))
-        except Exception:
-            log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(group)})
-            # One bad record (say, an effect the database refuses) costs only its own run.
-            applied = [self._finish_one(d) for d in group]
-        wake = False
-        for d, ok in zip(group, applied):
-            if ok is not None:
-                wake = self._after_record(d, ok) or wake
-        if wake:
-            self._wake_soon(group[0].claim.tenant)  # once for the group: its tenant is the same
+            applied = self.path.record([(d.claim, d.result, d.started, d.finished_at) for d in done])
+        except Exception:  # never let the recorder die: each is recorded alone below
+            log.exception("run.batch_record_failed", extra={"event": "run.batch_record_failed", "runs": len(done)})
+            applied = [None] * len(done)
+        wake: set[str] = set()
+        try:
+            for d, ok in zip(done, applied):
+                if ok is None:
+                    ok = self.finish_one(d)
+                if ok is not None and self.after_record(d, ok):
+                    wake.add(d.claim.tenant)
+        finally:  # the slots come back whatever happened
+            self.release([d.claim for d in done])
+        for tenant in wake:
+            self.wake(tenant)
 
-    def _finish_one(self, d: _Finished) -> bool | None:
+    def finish_one(self, d: Finished) -> bool | None:
         """Record one run; if that fails, end it `failed` with the reason (SPEC section 9).
 
         None when even that failed (the database is gone, say): the lease then lapses and
@@ -112,7 +130,7 @@ class RecorderMixin:
             log.exception("run.record_failed", extra={"event": "run.record_failed", "run_id": d.claim.run_id})
             return None
 
-    def _after_record(self, done: _Finished, applied: bool) -> bool:
+    def after_record(self, done: Finished, applied: bool) -> bool:
         """Metrics and the run's log line; True if the tenant should be looked at again now."""
         claim, outcome = done.claim, done.result
         self.metrics.runs_with(outcome.status if applied else "fenced").inc()
@@ -126,8 +144,3 @@ class RecorderMixin:
             })
         # Follow-ups, or occurrences queued behind this one, may be due now.
         return applied and bool(done.result.effects.jobs or claim.schedule_id is not None)
-
-    def _wake_soon(self, tenant: str) -> None:
-        if self._thread is not None:
-            self.wake(tenant)
-

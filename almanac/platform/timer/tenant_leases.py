@@ -1,7 +1,7 @@
 """Spreading tenants over processes, with leases in the shared schema and no coordinator.
 
 Since the cross-tenant due index every PostgreSQL process claims any tenant's due work
-(`timer.due_index_timer`), in one order whatever leases it holds: a tenant's place in a burst does not
+(`timer.claim_paths.AcrossTenants`), in one order whatever leases it holds: a tenant's place in a burst does not
 depend on its holder. These leases spread the tenants' deliveries (webhooks, e-mail) and
 pruning over the processes; on SQLite they are not used at all.
 

@@ -14,7 +14,7 @@ from almanac.platform.timer.metrics import get_metrics
 from almanac.platform.runner import FunctionRunner
 from almanac.platform.store.sql_store import SqlStore
 from almanac.platform.timer.scheduler import Scheduler
-from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+from almanac.platform.timer.scheduler import across_tenants
 from tests.integration.platform.scheduler_world import EveryRules, World
 
 
@@ -47,7 +47,7 @@ def world(world_path: str, database: Database, make_tenant: Callable[..., str],
         w.calls.append(event)
         return w.behaviour(source, event, caps) if w.behaviour else {"ok": True}
 
-    timer = CrossTenantScheduler if path == "across" else Scheduler
+    timer = across_tenants if path == "across" else Scheduler
     scheduler = timer(store, FunctionRunner(script), manual_clock, lambda: [],
                       metrics=get_metrics(CollectorRegistry()))
     w = World(database, make_tenant(), manual_clock, store, scheduler)

@@ -17,7 +17,7 @@ from almanac.platform.clock import ManualClock
 from almanac.platform.store.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
 from almanac.platform.store.sql_store import SqlStore
 from almanac.platform.timer.scheduler import Scheduler
-from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+from almanac.platform.timer.claim_paths import AcrossTenants
 
 EPOCH = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -113,6 +113,6 @@ class World:
 
     def claim(self, limit: int = 10) -> list[Any]:
         """Claim what is due now without running it, the way this world's scheduler claims."""
-        if isinstance(self.scheduler, CrossTenantScheduler):
-            return list(self.store.claim_across(self.clock.now(), limit).claims)
+        if isinstance(self.scheduler.path, AcrossTenants):
+            return list(self.store.due_index.claim_across(self.clock.now(), limit).claims)
         return list(self.store.claim_due(self.tenant, self.clock.now(), limit).claims)

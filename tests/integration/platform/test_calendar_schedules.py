@@ -44,9 +44,9 @@ def _drive(database: Any, slug: str, clock: Any, path: str) -> None:
         if path == "tenant":
             scheduler.tick(slug)
             continue
-        claims = store.claim_across(clock.now(), 100).claims
+        claims = store.due_index.claim_across(clock.now(), 100).claims
         if claims:
-            store.finish_across([(c, RunResult("succeeded", output=1), clock.now(), clock.now()) for c in claims])
+            store.due_index.finish_across([(c, RunResult("succeeded", output=1), clock.now(), clock.now()) for c in claims])
 
 
 def _runs(database: Any, slug: str, schedule_id: int) -> list[datetime]:

@@ -8,6 +8,9 @@ from typing import Any
 
 from almanac import retention
 from tests.integration.platform.test_job_keys import _script
+from tests.integration.platform.conftest import on_both_paths
+
+world_path = on_both_paths  # through the claim and record production runs on each backend
 
 
 def _calls(client: Any, key: str, body: dict[str, Any]) -> list[Any]:

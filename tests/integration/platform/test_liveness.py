@@ -22,7 +22,8 @@ from sqlalchemy import select
 
 from almanac.db import Database
 from almanac.platform.clock import ManualClock
-from almanac.platform.timer.liveness import AHEAD, Liveness, new_tag, reap
+from almanac.platform.store.claim import new_tag
+from almanac.platform.timer.liveness import AHEAD, Liveness, reap
 from almanac.platform.store.models import Occurrence, Run
 from almanac.platform.store.sql_store import SqlStore
 from almanac.sandbox.contract import RunResult

@@ -22,6 +22,9 @@ from almanac.platform.service import resources as service
 from almanac.platform.store.models import JOB_PENDING, Job
 from almanac.tenants import migrations
 from tests.integration.platform.scheduler_world import World
+from tests.integration.platform.conftest import on_both_paths
+
+world_path = on_both_paths  # through the claim and record production runs on each backend
 
 
 def _real_count(world: World) -> int:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
+from tests.integration.platform.conftest import on_both_paths
+
+world_path = on_both_paths  # through the claim and record production runs on each backend
 
 SOURCE = """
 export default async function (event) {

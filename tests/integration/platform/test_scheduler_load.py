@@ -134,11 +134,11 @@ def test_a_runs_recorded_start_is_when_its_script_started(world: World) -> None:
     scheduler = Scheduler(world.store, Queueing(), world.clock, lambda: [world.tenant],  # type: ignore[arg-type]
                           workers=4, metrics=world.scheduler.metrics)
     handed_at = world.clock.now()
-    scheduler._tick(world.tenant, handed_at)
+    scheduler._claim(world.tenant, handed_at)
     assert len(handed) == 1
     world.clock.advance(seconds=5)  # it waited 4.75 s in the runner's queue, then ran 250 ms
     handed[0](RunResult("succeeded", duration_ms=250))
-    scheduler._record([scheduler._finished.get_nowait()])
+    scheduler.recorder.record_done([scheduler.recorder._finished.get_nowait()])
     (run,) = world.runs()
     assert run.status == "succeeded"
     assert run.started_at == handed_at + timedelta(seconds=4.75)

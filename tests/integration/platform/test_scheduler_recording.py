@@ -8,6 +8,9 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from tests.integration.platform.scheduler_world import World
+from tests.integration.platform.conftest import on_both_paths
+
+world_path = on_both_paths  # through the claim and record production runs on each backend
 
 
 def _succeeds(source: str, event: dict[str, Any], caps: Any) -> Any:
@@ -30,6 +33,16 @@ def refusing_database(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
         return finish_many(items)  # the plain fallback record goes through
 
     monkeypatch.setattr(world.store, "finish_many", refusing_results)
+    index = world.store.due_index
+    if index is not None:  # PostgreSQL: the record across tenants fails the same way
+        finish_across = index.finish_across
+
+        def refusing_across(items: Any) -> Any:
+            if any("could not be recorded" not in (outcome.reason or "") for _, outcome, _, _ in items):
+                raise OperationalError("UPDATE runs SET ...", {}, Exception("the database refused the row"))
+            return finish_across(items)
+
+        monkeypatch.setattr(index, "finish_across", refusing_across)
 
 
 @pytest.mark.usefixtures("refusing_database")
@@ -53,6 +66,6 @@ def test_the_background_recorder_ends_such_a_run_too(world: World) -> None:
     batch = world.store.claim_due(world.tenant, world.clock.now(), 10)
     (claim,) = batch.claims
     done = world.scheduler._run(claim)
-    world.scheduler._record([done])
+    world.scheduler.recorder.record_done([done])
     (run,) = world.runs()
     assert run.status == "failed" and "could not be recorded" in run.reason

@@ -22,11 +22,11 @@ from sqlalchemy import delete, event, select, text
 
 from almanac.db import Database
 from almanac.platform.store import planning
-from almanac.platform.due_index import claim as store_due
+from almanac.platform.store.due_index import claim as store_due
 from almanac.platform.store.models import Job, Occurrence, Run, Schedule, Script, ScriptVersion
 from almanac.platform.store.sql.functions import CLAIM_READS, CLAIM_WRITES
-from almanac.platform.due_index.writes import Part, write_claims
-from almanac.platform.due_index.reads import read_tenants
+from almanac.platform.store.due_index.writes import Part, write_claims
+from almanac.platform.store.due_index.reads import read_tenants
 from almanac.platform.store.sql_store import SqlStore
 from tests.integration.platform.scheduler_world import EPOCH, EveryRules
 from tests.integration.platform_pg.tenant_rows import snapshot
@@ -115,12 +115,12 @@ def test_the_one_statement_writes_what_the_tenant_by_tenant_claim_writes(
     fused, apart = [make_tenant(f"cf-{i}") for i in range(2)], [make_tenant(f"cp-{i}") for i in range(2)]
     for slug in fused:
         _tenant(database, store, slug)
-    batch = store._claim_pass(T1, 100, 0.5, None)  # optimistic: writes deferred to one statement
+    batch = store.due_index._claim_pass(T1, 100, 0.5, None)  # optimistic: writes deferred to one statement
     # Read now: the next pass would take the catch-up occurrences this one planned.
     written = [snapshot(database, slug, CLAIMED) for slug in fused]
     for slug in apart:
         _tenant(database, store, slug)
-    other = store._claim_pass(T1, 100, 0.5, lambda slug: True)  # a savepoint and the writes per tenant
+    other = store.due_index.claim_tenant_by_tenant(T1, 100, 0.5, lambda slug: True)  # a savepoint and the writes per tenant
     assert batch.recorded == [("failed", 2), ("lease_lapsed", 2), ("skipped", 2)]
     for a, b, mine_written in zip(fused, apart, written):
         assert mine_written == snapshot(database, b, CLAIMED)
@@ -206,7 +206,7 @@ def _statements_of_a_pass(database: Database, store: SqlStore, slugs: list[str])
     listener = lambda *a: seen.append(a[2])  # noqa: E731
     event.listen(database.engine, "before_cursor_execute", listener)
     try:
-        claims = store.claim_across(T1, 100).claims
+        claims = store.due_index.claim_across(T1, 100).claims
         assert len(claims) == 2 * len(slugs) and all(c.run_id for c in claims)
     finally:
         event.remove(database.engine, "before_cursor_execute", listener)
@@ -256,6 +256,6 @@ def test_a_run_recorded_failed_in_the_pass_counts_against_the_day_as_a_read_then
             _job(s, "j0", script, T1)
             s.execute(delete(ScriptVersion).where(ScriptVersion.script_id == gone))
             s.execute(delete(Script).where(Script.id == gone))
-        batch = store._claim_pass(T1, 100, 0.5, tenant_exists)
+        batch = store.due_index._claim_pass(T1, 100, 0.5, tenant_exists)
         outcomes.append((batch.claims, batch.recorded))
     assert outcomes[0] == outcomes[1] == ([], [("failed", 1), ("skipped", 1)])

@@ -2,7 +2,7 @@
 
 Claims held in memory are runs another process could have started: with 600 two-second jobs
 over 3 workers of 2 sandbox processes, each worker held 78 claims while running 2. The bound
-(`timer.due_index_timer.held_claims`): the runs it has slots for now, plus what its processes start within
+(`decisions.pacing.held_claims`): the runs it has slots for now, plus what its processes start within
 `HELD_WAIT_S`; before any run has ended, one waiting run per process.
 """
 
@@ -22,7 +22,7 @@ from almanac.platform.clock import SystemClock
 from almanac.platform.store.models import RUNNING, Occurrence
 from almanac.platform.runner import FunctionRunner
 from almanac.platform.store.sql_store import SqlStore
-from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+from almanac.platform.timer.scheduler import across_tenants
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_due_index import _jobs, _script
 
@@ -58,7 +58,7 @@ def test_a_process_with_two_sandbox_processes_holds_a_few_claims_not_its_whole_i
     _jobs(database, slug, _script(database, slug, now), now - timedelta(seconds=1), 60)
     runner = Gated()
     # workers=20: the sandbox runner's in-flight budget for 2 processes (`SandboxRunner.runs_in_flight`).
-    timer = CrossTenantScheduler(SqlStore(database, EveryRules()), runner, SystemClock(), lambda: [slug],
+    timer = across_tenants(SqlStore(database, EveryRules()), runner, SystemClock(), lambda: [slug],
                                  workers=20, parallel=2)
     timer.start()
     try:

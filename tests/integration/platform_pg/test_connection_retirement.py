@@ -85,9 +85,9 @@ def test_the_scheduler_passes_count_the_tenants_they_name(
     small.engine.dispose()  # the set-up's connection is gone: only the passes' connections count
     event.listen(small.engine, "checkin", at_checkin)
     store = SqlStore(small, EveryRules(), lease_margin_s=600)
-    claims = store.claim_across(T1, 100).claims
+    claims = store.due_index.claim_across(T1, 100).claims
     assert len(claims) == 9
-    assert store.finish_across(_items(claims, lambda c: DONE)) == [True] * 9
+    assert store.due_index.finish_across(_items(claims, lambda c: DONE)) == [True] * 9
     event.remove(small.engine, "checkin", at_checkin)
     retired = {pid for pid, met in seen if met > 2}
     assert retired and max(met for _, met in seen) == 3  # the passes counted all three tenants

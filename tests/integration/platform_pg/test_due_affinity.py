@@ -24,9 +24,9 @@ from almanac.db import Database
 from almanac.platform.clock import SystemClock
 from almanac.platform.store.connection_lanes import Lanes
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.due_index.claim import CrossBatch
+from almanac.platform.store.due_index.claim import CrossBatch
 from almanac.platform.store.sql_store import SqlStore
-from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+from almanac.platform.timer.scheduler import across_tenants
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_due_index import _jobs, _script
 
@@ -47,8 +47,8 @@ def test_a_pass_takes_the_tenants_it_holds_first_though_another_s_work_is_older(
     store = SqlStore(database, EveryRules())
     # A share of 1: a round of the round robin is 4 rows a tenant, so all of both tenants' rows are
     # in the first round (as in a burst of up to 16 rows a tenant), and the preference orders it.
-    assert Counter(c.tenant for c in store.claim_across(now, 4, share=1.0, prefer=[held]).claims) == {held: 4}
-    assert Counter(c.tenant for c in store.claim_across(now, 4, share=1.0, prefer=[held]).claims) == {old: 4}
+    assert Counter(c.tenant for c in store.due_index.claim_across(now, 4, share=1.0, prefer=[held]).claims) == {held: 4}
+    assert Counter(c.tenant for c in store.due_index.claim_across(now, 4, share=1.0, prefer=[held]).claims) == {old: 4}
 
 
 def test_the_preference_never_comes_before_the_round_robin(
@@ -58,7 +58,7 @@ def test_the_preference_never_comes_before_the_round_robin(
     # Rounds of 2 rows a tenant (a pass of 4, share 0.5): the held tenant's first 2, then the other's
     # first 2 in the same round, before the held tenant's next round. A tenant whose holder died is
     # not left behind the living holders' backlogs.
-    assert Counter(c.tenant for c in store.claim_across(now, 4, prefer=[held]).claims) == {old: 2, held: 2}
+    assert Counter(c.tenant for c in store.due_index.claim_across(now, 4, prefer=[held]).claims) == {old: 2, held: 2}
 
 
 def test_without_a_preference_the_pass_is_as_fair_as_before(
@@ -66,14 +66,14 @@ def test_without_a_preference_the_pass_is_as_fair_as_before(
     old, held = _two(database, make_tenant, now)
     store = SqlStore(database, EveryRules())
     # Round robin in chunks of 2 (a pass of 4, share 0.5), the older tenant's first.
-    assert Counter(c.tenant for c in store.claim_across(now, 4).claims) == {old: 2, held: 2}
+    assert Counter(c.tenant for c in store.due_index.claim_across(now, 4).claims) == {old: 2, held: 2}
 
 
 def test_other_tenants_work_is_claimed_at_once_when_the_held_ones_have_none(
         database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
     old, held = _two(database, make_tenant, now)
     idle = make_tenant("aff-idle")  # held by this process, nothing due: its holder of the others died
-    batch = SqlStore(database, EveryRules()).claim_across(now, 100, prefer=[idle])
+    batch = SqlStore(database, EveryRules()).due_index.claim_across(now, 100, prefer=[idle])
     assert Counter(c.tenant for c in batch.claims) == {old: 4, held: 4}
 
 
@@ -88,7 +88,7 @@ def test_a_lane_s_pass_takes_the_tenants_it_holds_first(
     _jobs(laned, held, _script(laned, held, now), now, 4)
     # A share of 1: the lanes' first round caps every tenant at its round-robin chunk (fairness
     # between lanes), here the whole pass, so only the preference decides.
-    batch = SqlStore(laned, EveryRules()).claim_across(now, 4, share=1.0, prefer=[held])
+    batch = SqlStore(laned, EveryRules()).due_index.claim_across(now, 4, share=1.0, prefer=[held])
     assert Counter(c.tenant for c in batch.claims) == {held: 4}
 
 
@@ -106,7 +106,7 @@ class Recording:
 def test_the_timer_puts_no_tenant_first_for_the_leases_it_holds() -> None:
     """The option stays the store's; the timer no longer uses it (test_fair_across_processes.py)."""
     store = Recording()
-    timer = CrossTenantScheduler(store, FunctionRunner(lambda *a: None), SystemClock(), lambda: ["a", "b"],
-                                 workers=4)
-    timer._pass(datetime.now(timezone.utc))
+    timer = across_tenants(store, FunctionRunner(lambda *a: None), SystemClock(), lambda: ["a", "b"],
+                           workers=4, index=store)
+    timer._claim_pass(datetime.now(timezone.utc))
     assert store.preferred == [None]

@@ -21,12 +21,19 @@ from almanac.platform.store import planning
 from almanac.platform.store.coordination_models import DueEntry
 from almanac.platform.store.models import DONE, Job, Occurrence, Run, Script, ScriptVersion
 from almanac.sandbox.contract import RunResult
+from almanac.platform.store.due_index.claim import DueIndex
 from almanac.platform.store.sql_store import SqlStore
 from tests.integration.platform.scheduler_world import EveryRules
 
 pytestmark = pytest.mark.postgres
 
 D = DueEntry.__table__
+
+
+def _indexed(store: SqlStore, index: type[DueIndex]) -> SqlStore:
+    """`store` with its due index replaced by an instance of `index` (a subclass that watches it)."""
+    store.due_index = index(store.db, store.claims, store.records, store.lanes)
+    return store
 
 
 def _script(db: Database, slug: str, now: datetime) -> int:
@@ -86,7 +93,7 @@ def test_the_index_follows_every_write_of_occurrences_in_the_same_transaction(
         pass
     assert _index(database) == index
     # Claimed: due_at is the lease end; finished for good: gone from the index.
-    batch = store.claim_across(now + timedelta(minutes=6), 10)
+    batch = store.due_index.claim_across(now + timedelta(minutes=6), 10)
     assert [c.job_key for c in batch.claims] == ["j2"] and _index(database) == _mirror(database, tenants)
     claim = batch.claims[0]
     assert _index(database)[(tenants[0], claim.occurrence_id)] == claim.lease_until
@@ -105,7 +112,7 @@ def test_one_claim_takes_the_due_work_of_many_tenants_and_never_reads_an_idle_on
     _jobs(database, idle, _script(database, idle, now), now + timedelta(hours=1), 5)
     with database.engine.begin() as conn:  # an idle tenant whose schema is unreadable would fail the claim
         conn.execute(text("ALTER TABLE t_due_2.occurrences RENAME TO occurrences_hidden"))
-    batch = store.claim_across(now, 100)
+    batch = store.due_index.claim_across(now, 100)
     assert not batch.failed and not batch.full
     assert Counter(c.tenant for c in batch.claims) == {tenants[0]: 4, tenants[1]: 5}
     # Next to look at: the claims' own lease ends (were this process to die), not the idle tenant's hour.
@@ -120,11 +127,11 @@ def test_two_processes_claim_disjoint_rows_and_skip_what_the_other_holds(
     with database.engine.connect() as other, other.begin():  # a claim of the other process, in flight
         held = other.execute(text("SELECT tenant_slug, occurrence_id FROM due_index ORDER BY tenant_slug, "
                                   "occurrence_id LIMIT 12 FOR UPDATE")).all()
-        first = a.claim_across(now, 100)
+        first = a.due_index.claim_across(now, 100)
     assert len(first.claims) == 18 and not {(c.tenant, c.occurrence_id) for c in first.claims} & set(held)
-    second = b.claim_across(now, 100)
+    second = b.due_index.claim_across(now, 100)
     assert len(second.claims) == 12 and {(c.tenant, c.occurrence_id) for c in second.claims} == set(held)
-    assert b.claim_across(now, 100).claims == []
+    assert b.due_index.claim_across(now, 100).claims == []
 
 
 def test_a_tenant_with_one_due_run_is_claimed_in_the_first_pass_while_another_has_hundreds_queued(
@@ -133,7 +140,7 @@ def test_a_tenant_with_one_due_run_is_claimed_in_the_first_pass_while_another_ha
     noisy, quiet = tenants[0], tenants[1]
     _jobs(database, noisy, _script(database, noisy, now), now - timedelta(minutes=5), 300)  # older, all due
     _jobs(database, quiet, _script(database, quiet, now), now, 1)
-    batch = store.claim_across(now, 20, share=0.5)
+    batch = store.due_index.claim_across(now, 20, share=0.5)
     by = Counter(c.tenant for c in batch.claims)
     assert by[quiet] == 1 and by[noisy] == 19 and batch.full
     assert batch.backlog is None  # full: the timer comes straight back
@@ -144,7 +151,7 @@ def test_round_robin_between_tenants_due_at_the_same_time(
     store = SqlStore(database, EveryRules())
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 50)
-    batch = store.claim_across(now, 60, share=0.5)
+    batch = store.due_index.claim_across(now, 60, share=0.5)
     by = Counter(c.tenant for c in batch.claims)
     # Round robin in chunks of 16: every tenant's first 16, then the rest of the pass (12) to a tenant
     # picked by a seeded hash; none above its share (30) while the others wait.
@@ -156,15 +163,15 @@ def test_a_dead_process_s_due_work_is_claimed_by_another_at_once_and_its_running
     dead, alive = SqlStore(database, EveryRules()), SqlStore(database, EveryRules())
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 5)
-    taken = dead.claim_across(now, 6).claims  # then kill -9: never finished, never renewed
-    rest = alive.claim_across(now + timedelta(seconds=1), 100).claims
+    taken = dead.due_index.claim_across(now, 6).claims  # then kill -9: never finished, never renewed
+    rest = alive.due_index.claim_across(now + timedelta(seconds=1), 100).claims
     assert len(taken) == 6 and len(rest) == 9  # the unclaimed due work: at once, no tenant lease to wait for
     done = RunResult("succeeded", output=1, duration_ms=1)
     for claim in rest:
         assert alive.finish(claim, done, now, now + timedelta(seconds=2))
-    assert alive.claim_across(now + timedelta(seconds=3), 100).claims == []  # the dead one's leases still hold
+    assert alive.due_index.claim_across(now + timedelta(seconds=3), 100).claims == []  # the dead one's leases still hold
     lapse = max(c.lease_until for c in taken) + timedelta(seconds=1)
-    again = alive.claim_across(lapse, 100)
+    again = alive.due_index.claim_across(lapse, 100)
     assert dict(again.recorded) == {"lease_lapsed": 6}
     assert sorted((c.tenant, c.occurrence_id) for c in again.claims) == sorted(
         (c.tenant, c.occurrence_id) for c in taken)
@@ -186,7 +193,7 @@ def test_the_rows_of_a_tenant_that_is_gone_are_dropped(database: Database, tenan
     _jobs(database, tenants[0], _script(database, tenants[0], now), now, 3)
     with database.engine.begin() as conn:  # as a restore without the trigger, or a schema dropped by hand
         conn.execute(text("DROP SCHEMA t_due_0 CASCADE"))
-    batch = store.claim_across(now, 10, tenant_exists=lambda slug: False)
+    batch = store.due_index.claim_across(now, 10, tenant_exists=lambda slug: False)
     assert batch.failed == [tenants[0]] and batch.claims == []
     assert _index(database) == {}
 
@@ -196,11 +203,11 @@ def test_leases_of_many_tenants_are_renewed_in_one_transaction_and_a_lost_one_is
     store = SqlStore(database, EveryRules())
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 2)
-    claims = store.claim_across(now, 100).claims
+    claims = store.due_index.claim_across(now, 100).claims
     done = RunResult("succeeded", output=1, duration_ms=1)
     assert store.finish(claims[0], done, now, now)  # recorded meanwhile: no longer held
     later = now + timedelta(seconds=20)
-    assert store.renew_across(claims, later) == {(claims[0].tenant, claims[0].run_id)}
+    assert store.due_index.renew_across(claims, later) == {(claims[0].tenant, claims[0].run_id)}
     index = _index(database)
     for c in claims[1:]:  # the lease, and the index with it, now end 31 s after `later`
         assert index[(c.tenant, c.occurrence_id)] == later + timedelta(seconds=31)
@@ -210,14 +217,14 @@ def test_the_cross_tenant_timer_runs_every_tenant_s_due_work_once_and_stops_clea
         database: Database, tenants: list[str]) -> None:
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.scheduler import across_tenants
 
     clock = SystemClock()
     now = clock.now()
     store = SqlStore(database, EveryRules())
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 20)
-    timer = CrossTenantScheduler(store, FunctionRunner(lambda source, event, caps: event["jobKey"]), clock,
+    timer = across_tenants(store, FunctionRunner(lambda source, event, caps: event["jobKey"]), clock,
                                  lambda: [], workers=4, renew_every_s=0.2)
     timer.start()
     try:
@@ -240,7 +247,7 @@ def test_claims_of_tenants_whose_run_ids_coincide_are_all_renewed(
     (seen as lease lapses with a single process in the bench)."""
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.scheduler import across_tenants
 
     class Holding(FunctionRunner):  # takes runs and never ends them (until told)
         def __init__(self) -> None:
@@ -253,9 +260,9 @@ def test_claims_of_tenants_whose_run_ids_coincide_are_all_renewed(
     store = SqlStore(database, EveryRules())
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 3)
-    timer = CrossTenantScheduler(store, Holding(), ManualClock(now), lambda: [], workers=4,
+    timer = across_tenants(store, Holding(), ManualClock(now), lambda: [], workers=4,
                                  claimers=1, claim_ahead=4)  # room for 16, all of it for this one claimer
-    timer._pass(now)
+    timer._claim_pass(now)
     assert timer.outstanding().claimed == 9  # 3 tenants x runs 1, 2, 3
     later = now + timedelta(seconds=20)
     assert timer.renew_leases(later) == 0
@@ -277,10 +284,10 @@ def test_finished_runs_of_many_tenants_are_recorded_in_one_transaction(
     store = SqlStore(database, EveryRules())
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 4)
-    claims = store.claim_across(now, 100).claims
+    claims = store.due_index.claim_across(now, 100).claims
     done = RunResult("succeeded", output=1, duration_ms=1)
     commits = _commits(database)
-    applied = store.finish_across([(c, done, now, now + timedelta(seconds=1)) for c in claims])
+    applied = store.due_index.finish_across([(c, done, now, now + timedelta(seconds=1)) for c in claims])
     assert applied == [True] * 12 and len(commits) == 1
     assert _index(database) == {}
     for slug in tenants:
@@ -292,13 +299,13 @@ def test_one_fenced_attempt_rolls_the_cross_tenant_record_back_and_the_timer_rec
         database: Database, tenants: list[str], now: datetime) -> None:
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
-    from almanac.platform.timer.recorder import _Finished
+    from almanac.platform.timer.scheduler import across_tenants
+    from almanac.platform.timer.recorder import Finished
 
     store, thief = SqlStore(database, EveryRules()), SqlStore(database, EveryRules())
     for slug in tenants:
         _jobs(database, slug, _script(database, slug, now), now, 2)
-    claims = store.claim_across(now, 100).claims
+    claims = store.due_index.claim_across(now, 100).claims
     lost = claims[0]
     lapse = lost.lease_until + timedelta(seconds=1)
     for slug in tenants:  # only `lost`'s lease lapses; another process then takes it over
@@ -306,16 +313,16 @@ def test_one_fenced_attempt_rolls_the_cross_tenant_record_back_and_the_timer_rec
         with database.tenant_session(slug) as s:
             s.execute(Occurrence.__table__.update().where(others).values(
                 lease_until=lapse + timedelta(minutes=5), due_at=lapse + timedelta(minutes=5)))
-    assert [(c.tenant, c.occurrence_id) for c in thief.claim_across(lapse, 100).claims] == [
+    assert [(c.tenant, c.occurrence_id) for c in thief.due_index.claim_across(lapse, 100).claims] == [
         (lost.tenant, lost.occurrence_id)]
     done = RunResult("succeeded", output=1, duration_ms=1)
     items = [(c, done, now, lapse) for c in claims]
-    assert store.finish_across(items) is None  # rolled back: nothing recorded
-    timer = CrossTenantScheduler(store, FunctionRunner(lambda *a: None), ManualClock(lapse), lambda: [], workers=4)
+    assert store.due_index.finish_across(items) is None  # rolled back: nothing recorded
+    timer = across_tenants(store, FunctionRunner(lambda *a: None), ManualClock(lapse), lambda: [], workers=4)
     with timer._cond:
         timer._inflight = timer._unrecorded = len(claims)
         timer._held_by.update(Counter(c.tenant for c in claims))
-    timer._record_done([_Finished(c, done, now, lapse, 0.001) for c in claims])
+    timer.recorder.record_done([Finished(c, done, now, lapse, 0.001) for c in claims])
     for slug in tenants:
         with database.tenant_session(slug) as s:
             ok = [r.occurrence_id for r in s.execute(select(Run).where(Run.status == "succeeded")).scalars()]
@@ -334,7 +341,7 @@ def test_a_claim_across_tenants_costs_a_few_statements_per_tenant_and_no_savepoi
         _jobs(database, slug, _script(database, slug, now), now, 4)
     seen: list[str] = []
     event.listen(database.engine, "before_cursor_execute", lambda *a: seen.append(a[2].split()[0].upper()))
-    batch = store.claim_across(now, 100)
+    batch = store.due_index.claim_across(now, 100)
     assert len(batch.claims) == 12 and all(c.run_id for c in batch.claims)
     assert "SAVEPOINT" not in seen
     # pick + quotas, then per tenant: occurrences, jobs, scripts (and their source, once a process),
@@ -354,7 +361,7 @@ def test_a_tenant_whose_part_fails_costs_only_its_own_rows(
         _jobs(database, slug, _script(database, slug, now), now, 2)
     with database.engine.begin() as conn:  # a broken tenant: its part of the optimistic pass fails
         conn.execute(text("ALTER TABLE t_due_1.runs RENAME TO runs_hidden"))
-    batch = store.claim_across(now, 100, tenant_exists=lambda slug: True)
+    batch = store.due_index.claim_across(now, 100, tenant_exists=lambda slug: True)
     assert batch.failed == [tenants[1]]
     assert Counter(c.tenant for c in batch.claims) == {tenants[0]: 2, tenants[2]: 2}
 
@@ -366,7 +373,7 @@ def test_two_claimers_of_one_process_claim_at_once_each_its_part_and_every_run_o
 
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.scheduler import across_tenants
 
     clock = SystemClock()
     now = clock.now()
@@ -375,15 +382,15 @@ def test_two_claimers_of_one_process_claim_at_once_each_its_part_and_every_run_o
     both = threading.Barrier(2, timeout=30)
     limits: list[int] = []
 
-    class Overlapping(SqlStore):  # the first two claims meet here: they are in flight together
+    class Overlapping(DueIndex):  # the first two claims meet here: they are in flight together
         def claim_across(self, now: datetime, limit: int, **kw: Any) -> Any:
             if len(limits) < 2:
                 limits.append(limit)
                 both.wait()
             return super().claim_across(now, limit, **kw)
 
-    timer = CrossTenantScheduler(Overlapping(database, EveryRules()), FunctionRunner(lambda *a: 1), clock,
-                                 lambda: [], workers=4, claimers=2)
+    timer = across_tenants(_indexed(SqlStore(database, EveryRules()), Overlapping), FunctionRunner(lambda *a: 1),
+                           clock, lambda: [], workers=4, claimers=2)
     timer.start()
     try:
         deadline = time.monotonic() + 60
@@ -404,17 +411,17 @@ def test_leases_are_renewed_every_renew_every_not_at_every_notification(
     and renewed every held lease each time (a statement per tenant, many times a second)."""
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.scheduler import across_tenants
 
     calls: list[float] = []
 
-    class Counting(SqlStore):
+    class Counting(DueIndex):
         def renew_across(self, claims: Any, now: datetime) -> set[tuple[str, int]]:
             calls.append(time.monotonic())
             return super().renew_across(claims, now)
 
-    timer = CrossTenantScheduler(Counting(database, EveryRules()), FunctionRunner(lambda *a: 1), SystemClock(),
-                                 lambda: [], workers=2, renew_every_s=1.0)
+    timer = across_tenants(_indexed(SqlStore(database, EveryRules()), Counting), FunctionRunner(lambda *a: 1),
+                           SystemClock(), lambda: [], workers=2, renew_every_s=1.0)
     timer._claims[("x", 1)] = type("C", (), {"occurrence_id": 1, "tenant": "x", "run_id": 1, "lease_token": "t",
                                              "timeout_ms": 1000, "lease_until": datetime.now(timezone.utc),
                                              })()  # one held claim, its lease near its end: something to renew
@@ -437,20 +444,20 @@ def test_only_leases_claimed_or_renewed_a_round_ago_are_renewed(
     row held in the renewal's transaction across tenants while the recorder waited to release it."""
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.scheduler import across_tenants
 
     renewed: list[int] = []
 
-    class Counting(SqlStore):
+    class Counting(DueIndex):
         def renew_across(self, claims: Any, now: datetime) -> set[tuple[str, int]]:
             renewed.append(len(claims))
             return super().renew_across(claims, now)
 
-    store = Counting(database, EveryRules(), lease_margin_s=30)
-    timer = CrossTenantScheduler(store, FunctionRunner(lambda *a: 1), ManualClock(now), lambda: [], workers=2)
+    store = _indexed(SqlStore(database, EveryRules(), lease_margin_s=30), Counting)
+    timer = across_tenants(store, FunctionRunner(lambda *a: 1), ManualClock(now), lambda: [], workers=2)
     for slug in tenants[:2]:
         _jobs(database, slug, _script(database, slug, now), now, 2)
-    claims = store.claim_across(now, 10).claims
+    claims = store.due_index.claim_across(now, 10).claims
     timer._claims.update(((c.tenant, c.run_id), c) for c in claims)
     # A lease counts from its tenant's part of the pass (a few ms after `now`): rounds a second later.
     every, late = timer.renew_every, timedelta(seconds=1)
@@ -474,7 +481,7 @@ def test_a_lease_starts_when_its_tenant_is_claimed_not_when_a_slow_pass_began(
     for slug in tenants[:2]:
         _jobs(database, slug, _script(database, slug, now), now, 1)
     slow = 1.0
-    real = SqlStore._claim_tenant
+    real = DueIndex._claim_tenant
     seen: list[str] = []
 
     def first_tenant_slow(self: Any, conn: Any, slug: str, *args: Any) -> Any:
@@ -483,8 +490,8 @@ def test_a_lease_starts_when_its_tenant_is_claimed_not_when_a_slow_pass_began(
         seen.append(slug)
         return real(self, conn, slug, *args)
 
-    monkeypatch.setattr(SqlStore, "_claim_tenant", first_tenant_slow)
-    batch = store.claim_across(now, 10)
+    monkeypatch.setattr(DueIndex, "_claim_tenant", first_tenant_slow)
+    batch = store.due_index.claim_across(now, 10)
     leases = {c.tenant: c.lease_until for c in batch.claims}
     plain = now + timedelta(seconds=1 + 5)  # timeout 1 s + margin 5 s, counted from `now`
     assert leases[seen[0]] - plain < timedelta(seconds=slow / 2)
@@ -497,7 +504,7 @@ def test_the_pick_looks_wanted_rows_up_by_key_even_when_the_index_statistics_lag
     due. A pick whose plan followed them compared every due row with every wanted one (a nested loop
     on the due_at index with a join filter: 474 ms a pass at 8,000 due); it must look each wanted row
     up by the primary key whatever the statistics say."""
-    from almanac.platform.due_index import claim as store_due
+    from almanac.platform.store.due_index import claim as store_due
 
     from almanac.platform.service import batch_writes as batch
 

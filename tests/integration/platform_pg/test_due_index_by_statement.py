@@ -20,7 +20,7 @@ import pytest
 from sqlalchemy import select, text
 
 from almanac.db import Database, schema_for
-from almanac.platform.due_index import tenant_parts as across
+from almanac.platform.store.due_index import tenant_parts as across
 from almanac.platform.store.coordination_models import DueEntry
 from almanac.platform.store.models import Occurrence
 from almanac.platform.store.sql_store import SqlStore
@@ -80,15 +80,15 @@ def test_claims_and_records_move_the_index_themselves_with_the_triggers_off(
     store = SqlStore(database, EveryRules(), lease_margin_s=600)
     assert _index(database) == _mirror(database, slugs)
     with _triggers_raise(database):
-        batch = store.claim_across(T1, 100)  # runs claimed (moved to their lease end), next occurrences planned
+        batch = store.due_index.claim_across(T1, 100)  # runs claimed (moved to their lease end), next occurrences planned
     assert not batch.failed and len(batch.claims) == 9
     index = _index(database)
     assert index == _mirror(database, slugs)
     assert all(index[(c.tenant, c.occurrence_id)][0] == c.lease_until for c in batch.claims)
-    assert store.claim_across(T1 + timedelta(seconds=60), 100).claims == []  # queued behind: the triggers' write
+    assert store.due_index.claim_across(T1 + timedelta(seconds=60), 100).claims == []  # queued behind: the triggers' write
     assert _index(database) == _mirror(database, slugs)
     with _triggers_raise(database):  # released, and the queued occurrences due again
-        assert store.finish_across(_items(batch.claims, lambda c: DONE)) == [True] * 9
+        assert store.due_index.finish_across(_items(batch.claims, lambda c: DONE)) == [True] * 9
     index = _index(database)
     assert index == _mirror(database, slugs)
     assert not any((c.tenant, c.occurrence_id) in index for c in batch.claims)
@@ -99,9 +99,9 @@ def test_the_writes_after_the_statement_in_its_transaction_keep_the_triggers(
         database: Database, slugs: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(across, "TENANTS_PER_STATEMENT", 2)  # two statements, each switching the triggers off and on
     store = SqlStore(database, EveryRules(), lease_margin_s=600)
-    claims = store.claim_across(T1, 100).claims
+    claims = store.due_index.claim_across(T1, 100).claims
     # A retried failure and a success with effects are recorded after the plain ones, in the same transaction.
-    assert store.finish_across(_items(claims, _results)) == [True] * 9
+    assert store.due_index.finish_across(_items(claims, _results)) == [True] * 9
     assert _index(database) == _mirror(database, slugs)
     with database.tenant_session(slugs[1]) as s:
         retried = s.execute(select(Occurrence).where(Occurrence.status == "planned",
@@ -114,13 +114,13 @@ def test_the_writes_after_the_statement_in_its_transaction_keep_the_triggers(
 def test_a_record_that_rolls_back_leaves_the_index_as_it_was(
         database: Database, slugs: list[str]) -> None:
     store = SqlStore(database, EveryRules(), lease_margin_s=600)
-    claims = store.claim_across(T1, 100).claims
+    claims = store.due_index.claim_across(T1, 100).claims
     before = _index(database)
     lost = next(c for c in claims if c.tenant == slugs[2])
     with database.tenant_session(slugs[2]) as s:  # another process took the attempt over (same due time)
         s.execute(Occurrence.__table__.update().where(Occurrence.id == lost.occurrence_id)
                   .values(lease_token="x" * 32))
-    assert store.finish_across(_items(claims, lambda c: RunResult("succeeded", output=1))) is None
+    assert store.due_index.finish_across(_items(claims, lambda c: RunResult("succeeded", output=1))) is None
     assert _index(database) == before == _mirror(database, slugs)
 
 
@@ -143,7 +143,7 @@ def test_a_lease_renewed_while_the_record_waits_for_its_row_leaves_no_entry_behi
     trigger had moved the entry. Deleting by the statement's own snapshot missed the moved entry
     (an occurrence done, its entry due for ever: every later pick found it and claimed nothing)."""
     store = SqlStore(database, EveryRules(), lease_margin_s=600)
-    claims = store.claim_across(T1, 100).claims
+    claims = store.due_index.claim_across(T1, 100).claims
     renewed = next(c for c in claims if c.tenant == slugs[0])
     later = renewed.lease_until + timedelta(seconds=30)
     renewal = database.engine.connect()
@@ -151,7 +151,7 @@ def test_a_lease_renewed_while_the_record_waits_for_its_row_leaves_no_entry_behi
     renewal.execute(text(f"UPDATE {schema_for(slugs[0])}.occurrences SET lease_until = :t, due_at = :t "
                          "WHERE id = :id"), {"t": later, "id": renewed.occurrence_id})  # the trigger moves the entry
     outcome: list[Any] = []
-    record = threading.Thread(target=lambda: outcome.append(store.finish_across(_items(claims, lambda c: DONE))))
+    record = threading.Thread(target=lambda: outcome.append(store.due_index.finish_across(_items(claims, lambda c: DONE))))
     record.start()
     try:
         _wait_until_blocked(database)

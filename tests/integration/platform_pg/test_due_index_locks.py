@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from almanac.db import Database
-from almanac.platform.due_index.claim import _PICK, pick_parameters
+from almanac.platform.store.due_index.claim import _PICK, pick_parameters
 from almanac.platform.store.sql_store import SqlStore
 from almanac.sandbox.contract import RunResult
 from tests.integration.platform.scheduler_world import EveryRules
@@ -42,14 +42,14 @@ def test_a_pick_that_predates_a_claim_does_not_hold_the_claimed_entries_and_the_
     with database.engine.connect() as other:
         other.begin()
         _pick_cursor(other, now)  # another process's pick, its snapshot before the claim
-        claims = store.claim_across(now, 100).claims
+        claims = store.due_index.claim_across(now, 100).claims
         assert len(claims) == 3
         assert other.execute(text("FETCH ALL FROM pick")).all() == []  # claimed since: not returned
         done = RunResult("succeeded", output=1, duration_ms=1)
         released = threading.Event()
 
         def release() -> None:
-            store.finish_across([(c, done, now, now + timedelta(seconds=1)) for c in claims])
+            store.due_index.finish_across([(c, done, now, now + timedelta(seconds=1)) for c in claims])
             released.set()
 
         worker = threading.Thread(target=release)

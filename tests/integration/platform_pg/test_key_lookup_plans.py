@@ -98,9 +98,9 @@ def test_a_claim_and_its_record_look_rows_up_by_key(
     _populate(database, slug)
     plans.clear()  # the set-up's statements
     store = SqlStore(database, EveryRules(), lease_margin_s=600)
-    claims = store.claim_across(T1, CLAIMED).claims
+    claims = store.due_index.claim_across(T1, CLAIMED).claims
     assert len(claims) == CLAIMED
-    assert store.finish_across(_items(claims, lambda c: DONE)) == [True] * CLAIMED
+    assert store.due_index.finish_across(_items(claims, lambda c: DONE)) == [True] * CLAIMED
     touched = {relation for p in plans for _, relation in _scans(p["Plan"])}
     assert {"schedules", "occurrences"} <= touched  # the capture saw the tenant's statements
     for inside in ("WITH l AS (", "cas AS (", "rel AS ("):  # the claim's reads and writes and the record, in functions
@@ -115,9 +115,9 @@ def test_the_setting_lasts_only_for_the_pass(database: Database, make_tenant: Ca
     store = SqlStore(database, EveryRules(), lease_margin_s=600)
     with database.engine.connect() as conn:
         default = conn.execute(text("SHOW random_page_cost")).scalar_one()
-    claims = store.claim_across(T1, CLAIMED).claims
-    store.finish_across(_items(claims, lambda c: DONE))
+    claims = store.due_index.claim_across(T1, CLAIMED).claims
+    store.due_index.finish_across(_items(claims, lambda c: DONE))
     for _ in range(database.engine.pool.size() + 1):  # every pooled connection, and one more
         with database.engine.connect() as conn:
             assert conn.execute(text("SHOW random_page_cost")).scalar_one() == default
-    assert store.claim_across(T1 + timedelta(seconds=60), CLAIMED).claims  # and the next pass still claims
+    assert store.due_index.claim_across(T1 + timedelta(seconds=60), CLAIMED).claims  # and the next pass still claims

@@ -80,10 +80,10 @@ def test_each_tenant_is_claimed_and_recorded_on_the_one_connection_of_its_lane(
     other.start()
     try:
         for _ in range(20):  # small passes: each tenant is claimed and recorded several times
-            claims = store.claim_across(now, 5).claims
+            claims = store.due_index.claim_across(now, 5).claims
             if not claims:
                 break
-            assert store.finish_across([(c, DONE, now, now + timedelta(seconds=1)) for c in claims]) == [True] * len(claims)
+            assert store.due_index.finish_across([(c, DONE, now, now + timedelta(seconds=1)) for c in claims]) == [True] * len(claims)
     finally:
         held.set()
         other.join()
@@ -109,7 +109,7 @@ def test_a_quiet_tenant_in_another_lane_is_claimed_in_the_first_pass_whichever_l
         _jobs(database, quiet, quiet_script, now, 1, prefix=f"q{start}-")
         store = SqlStore(laned, EveryRules())
         store.lanes.resume_at(start)
-        batch = store.claim_across(now, 20, share=0.5)
+        batch = store.due_index.claim_across(now, 20, share=0.5)
         by = Counter(c.tenant for c in batch.claims)
         assert by[quiet] == 1 and by[noisy] == 19 and batch.full, (start, by)
 
@@ -118,13 +118,13 @@ def test_two_processes_with_lanes_and_two_claimers_each_run_every_occurrence_onc
         settings: Settings, database: Database, laned: Database, make_tenant: Callable[..., str]) -> None:
     from almanac.platform.clock import SystemClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.scheduler import across_tenants
 
     clock = SystemClock()
     now = clock.now()
     slugs = _tenants_with_jobs(laned, make_tenant, 6, now, 25)
     processes = [Database(settings.model_copy(update={"pg_lanes": LANES})) for _ in range(2)]
-    timers = [CrossTenantScheduler(SqlStore(db, EveryRules()), FunctionRunner(lambda *a: 1), clock,
+    timers = [across_tenants(SqlStore(db, EveryRules()), FunctionRunner(lambda *a: 1), clock,
                                    lambda: [], workers=4, claimers=2) for db in processes]
     try:
         for timer in timers:
@@ -147,29 +147,29 @@ def test_a_lost_lease_rolls_back_only_its_lane_s_record_and_the_timer_records_th
         laned: Database, database: Database, make_tenant: Callable[..., str], now: datetime) -> None:
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
-    from almanac.platform.timer.recorder import _Finished
+    from almanac.platform.timer.scheduler import across_tenants
+    from almanac.platform.timer.recorder import Finished
 
     slugs = _tenants_with_jobs(laned, make_tenant, 8, now, 2)
     store = SqlStore(laned, EveryRules())
-    claims = store.claim_across(now, 100).claims
+    claims = store.due_index.claim_across(now, 100).claims
     assert len(claims) == 16
     lost = claims[0]
     with database.tenant_session(lost.tenant) as s:  # another process took the attempt over
         s.execute(update(Occurrence).where(Occurrence.id == lost.occurrence_id).values(lease_token="x" * 32))
     lane = Lanes(laned).of(slugs)
     items = [(c, DONE, now, now + timedelta(seconds=1)) for c in claims]
-    applied = store.finish_across(items)
+    applied = store.due_index.finish_across(items)
     assert applied is not None
     for c, ok in zip(claims, applied):
         assert ok is (None if lane[c.tenant] == lane[lost.tenant] else True), (c.tenant, ok)
     # The timer records what that lane's transaction did not, the per-tenant way: the lost one fenced.
     again = [c for c, ok in zip(claims, applied) if ok is None]
-    timer = CrossTenantScheduler(store, FunctionRunner(lambda *a: None), ManualClock(now), lambda: [], workers=4)
+    timer = across_tenants(store, FunctionRunner(lambda *a: None), ManualClock(now), lambda: [], workers=4)
     with timer._cond:
         timer._inflight = timer._unrecorded = len(again)
         timer._held_by.update(Counter(c.tenant for c in again))
-    timer._record_done([_Finished(c, DONE, now, now + timedelta(seconds=1), 0.001) for c in again])
+    timer.recorder.record_done([Finished(c, DONE, now, now + timedelta(seconds=1), 0.001) for c in again])
     for slug in slugs:
         with database.tenant_session(slug) as s:
             statuses = Counter(r.status for r in s.execute(select(Run)).scalars())
@@ -183,18 +183,18 @@ def test_a_lane_whose_record_fails_leaves_only_its_runs_to_the_caller(
     with lanes, the lanes before it have committed, so only the failed lane's runs may be retried."""
     slugs = _tenants_with_jobs(laned, make_tenant, 8, now, 2)
     store = SqlStore(laned, EveryRules())
-    claims = store.claim_across(now, 100).claims
+    claims = store.due_index.claim_across(now, 100).claims
     lane = Lanes(laned).of(slugs)
     broken = laned.lanes[lane[slugs[0]]]
-    real = store._finish_on
+    real = store.due_index._finish_on
 
     def finish_on(engine: Any, items: Any) -> Any:
         if engine is broken:
             raise RuntimeError("the database refused it")
         return real(engine, items)
 
-    monkeypatch.setattr(store, "_finish_on", finish_on)
-    applied = store.finish_across([(c, DONE, now, now + timedelta(seconds=1)) for c in claims])
+    monkeypatch.setattr(store.due_index, "_finish_on", finish_on)
+    applied = store.due_index.finish_across([(c, DONE, now, now + timedelta(seconds=1)) for c in claims])
     assert applied is not None
     assert [ok for c, ok in zip(claims, applied) if lane[c.tenant] == lane[slugs[0]]] == [None] * 2 * sum(
         1 for slug in slugs if lane[slug] == lane[slugs[0]])

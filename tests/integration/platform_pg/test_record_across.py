@@ -16,10 +16,10 @@ import pytest
 from sqlalchemy import event, select, text, update
 
 from almanac.db import Database
-from almanac.platform.due_index import tenant_parts as across
+from almanac.platform.store.due_index import tenant_parts as across
 from almanac.platform.store import planning
 from almanac.platform.store.models import KV, Job, Occurrence, Run, Schedule, Script, ScriptVersion
-from almanac.platform.due_index.record import record_plain
+from almanac.platform.store.due_index.record import record_plain
 from almanac.platform.store.sql_store import SqlStore
 from almanac.sandbox.contract import Effects, RunResult
 from tests.integration.platform.scheduler_world import EPOCH, EveryRules
@@ -57,9 +57,9 @@ def _claimed(database: Database, slugs: list[str]) -> tuple[SqlStore, list[Any]]
     for slug in slugs:
         _tenant(database, slug)
     store = SqlStore(database, EveryRules(), lease_margin_s=600)
-    claims = store.claim_across(T1, 100).claims
+    claims = store.due_index.claim_across(T1, 100).claims
     assert len(claims) == 3 * len(slugs)
-    assert store.claim_across(T1 + timedelta(seconds=60), 100).claims == []  # queued behind the running one
+    assert store.due_index.claim_across(T1 + timedelta(seconds=60), 100).claims == []  # queued behind the running one
     return store, sorted(claims, key=lambda c: (c.tenant, c.occurrence_id))
 
 
@@ -81,7 +81,7 @@ def test_succeeded_runs_of_many_tenants_are_recorded_by_one_statement(
     slugs = [make_tenant(f"ra-{i}") for i in range(3)]
     store, claims = _claimed(database, slugs)
     seen = _statements(database)
-    assert store.finish_across(_items(claims, lambda c: DONE)) == [True] * 9
+    assert store.due_index.finish_across(_items(claims, lambda c: DONE)) == [True] * 9
     assert len(seen) == 1, seen  # before: release, run, reset, queued per tenant (and the jobs')
     for slug in slugs:
         with database.tenant_session(slug) as s:
@@ -107,7 +107,7 @@ def test_the_one_statement_writes_what_the_per_tenant_records_write(
     apart = [make_tenant(f"rp-{i}") for i in range(3)]
     store, claims = _claimed(database, fused + apart)
     mine = {slug: [c for c in claims if c.tenant == slug] for slug in fused + apart}
-    assert store.finish_across(_items([c for slug in fused for c in mine[slug]], _results)) == [True] * 9
+    assert store.due_index.finish_across(_items([c for slug in fused for c in mine[slug]], _results)) == [True] * 9
     for slug in apart:
         assert store.finish_many(_items(mine[slug], _results)) == [True] * 3
     for a, b in zip(fused, apart):
@@ -131,13 +131,13 @@ def test_a_lost_lease_in_a_later_statement_rolls_back_the_earlier_ones(
         s.execute(update(Occurrence).where(Occurrence.id == lost.occurrence_id).values(lease_token="x" * 32))
     before[slugs[2]] = snapshot(database, slugs[2])
     seen = _statements(database)
-    assert store.finish_across(_items(claims, lambda c: DONE)) is None
+    assert store.due_index.finish_across(_items(claims, lambda c: DONE)) is None
     assert len(seen) == 2  # two statements: the first recorded its two tenants, then was rolled back
     assert {slug: snapshot(database, slug) for slug in slugs} == before
 
 
 def test_an_occurrence_met_twice_in_the_batch_is_fenced_row_by_row() -> None:
-    from almanac.platform.due_index.claim import _split_plain
+    from almanac.platform.store.due_index.claim import _split_plain
 
     claim = type("C", (), dict(tenant="a", occurrence_id=7, job_id=None, schedule_id=1))
     other = type("C", (), dict(tenant="a", occurrence_id=8, job_id=None, schedule_id=1))
@@ -163,7 +163,7 @@ def test_an_attempt_taken_over_is_fenced_and_logged_on_the_per_tenant_path_too(
     before = snapshot(database, slug)
     timed_out = RunResult("timed_out", error="timed out after 1000 ms", duration_ms=1000)
     with caplog.at_level("WARNING", logger="almanac"):
-        assert store.finish_across(_items([lost], lambda c: timed_out)) == [False]
+        assert store.due_index.finish_across(_items([lost], lambda c: timed_out)) == [False]
     assert snapshot(database, slug) == before
     fenced = [r for r in caplog.records if getattr(r, "event", None) == "run.fenced"]
     assert [getattr(r, "run_id", None) for r in fenced] == [lost.run_id]
@@ -180,9 +180,9 @@ def test_a_backend_plans_a_tenant_s_record_once_and_keeps_the_plan(
     with database.engine.connect() as conn:
         with conn.begin():
             assert conn.execute(kept).scalar_one() == 0
-            assert record_plain(conn, [(slug, items)], lambda item: store._finish_values(*item, None))
+            assert record_plain(conn, [(slug, items)], lambda item: store.records.finish_values(*item, None))
             conn.rollback()
         with conn.begin():
             assert conn.execute(kept).scalar_one() == 1  # kept past the transaction, for the next call
-            assert record_plain(conn, [(slug, items)], lambda item: store._finish_values(*item, None))
+            assert record_plain(conn, [(slug, items)], lambda item: store.records.finish_values(*item, None))
             assert conn.execute(kept).scalar_one() == 1  # the same plan, not a second one

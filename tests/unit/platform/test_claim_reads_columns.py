@@ -7,7 +7,7 @@ columns of `almanac_claim_reads_v2` by name: both give the same row types.
 from __future__ import annotations
 
 from almanac.platform.store import claim_rows as batch
-from almanac.platform.due_index import reads
+from almanac.platform.store.due_index import reads
 from almanac.platform.store.sql.functions import CLAIM_READS
 
 

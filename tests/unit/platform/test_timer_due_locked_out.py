@@ -16,8 +16,9 @@ from typing import Any
 
 from almanac.platform.clock import SystemClock
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.due_index.claim import CrossBatch
-from almanac.platform.timer.due_index_timer import LOCKED_OUT_WAIT_S, CrossTenantScheduler, next_look
+from almanac.platform.store.due_index.claim import CrossBatch
+from almanac.platform.decisions.pacing import LOCKED_OUT_WAIT_S, next_look
+from almanac.platform.timer.scheduler import across_tenants
 
 NOW = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
 IDLE = timedelta(seconds=5)
@@ -27,21 +28,25 @@ def _batch(picked: int, full: bool, next_due_at: datetime | None) -> CrossBatch:
     return CrossBatch([], picked, full, [], next_due_at, {} if not full else None)
 
 
+def _look(batch: CrossBatch) -> tuple[datetime, bool]:
+    return next_look(batch.full, batch.picked, batch.next_due_at, NOW, IDLE)
+
+
 def test_a_full_pass_looks_again_at_once() -> None:
-    assert next_look(_batch(120, True, None), NOW, IDLE) == (NOW, True)
+    assert _look(_batch(120, True, None)) == (NOW, True)
 
 
 def test_a_pass_that_locked_nothing_of_what_is_due_waits_whatever_wakes_it() -> None:
-    again, wakeable = next_look(_batch(0, False, NOW - timedelta(seconds=3)), NOW, IDLE)
+    again, wakeable = _look(_batch(0, False, NOW - timedelta(seconds=3)))
     assert again == NOW + timedelta(seconds=LOCKED_OUT_WAIT_S) and not wakeable
 
 
 def test_a_pass_that_claimed_some_or_found_nothing_due_looks_at_the_earliest_due_time() -> None:
     soon = NOW + timedelta(seconds=2)
-    assert next_look(_batch(7, False, NOW - timedelta(seconds=1)), NOW, IDLE) == (NOW - timedelta(seconds=1), True)
-    assert next_look(_batch(0, False, soon), NOW, IDLE) == (soon, True)
-    assert next_look(_batch(0, False, NOW + timedelta(hours=1)), NOW, IDLE) == (NOW + IDLE, True)
-    assert next_look(_batch(0, False, None), NOW, IDLE) == (NOW + IDLE, True)
+    assert _look(_batch(7, False, NOW - timedelta(seconds=1))) == (NOW - timedelta(seconds=1), True)
+    assert _look(_batch(0, False, soon)) == (soon, True)
+    assert _look(_batch(0, False, NOW + timedelta(hours=1))) == (NOW + IDLE, True)
+    assert _look(_batch(0, False, None)) == (NOW + IDLE, True)
 
 
 class LockedOut:
@@ -57,9 +62,9 @@ class LockedOut:
 
 def test_the_claim_loop_does_not_spin_on_rows_that_others_are_claiming() -> None:
     store = LockedOut()
-    timer = CrossTenantScheduler(store, FunctionRunner(lambda *a: None), SystemClock(), lambda: [], workers=4)
+    timer = across_tenants(store, FunctionRunner(lambda *a: None), SystemClock(), lambda: [], workers=4, index=store)
     timer._runner_ready.set()
-    loop = threading.Thread(target=timer._claim_loop, daemon=True)
+    loop = threading.Thread(target=timer._claim_loop, args=(False,), daemon=True)
     woken = threading.Event()
 
     def wake_as_runs_end() -> None:  # the other claims' runs ending, each a wake-up

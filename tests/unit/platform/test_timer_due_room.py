@@ -1,6 +1,6 @@
-"""The cross-tenant timer's room: within the claim capacity, refilled only once drained to half."""
+"""The cross-tenant claim path's room: within the claim capacity, refilled only once drained to half."""
 
-from almanac.platform.timer.due_index_timer import cross_room
+from almanac.platform.decisions.pacing import cross_room
 
 
 def test_an_idle_process_claims_its_whole_capacity() -> None:
@@ -18,13 +18,13 @@ def test_finished_runs_waiting_for_the_recorder_count_up_to_twice_the_capacity()
 
 
 def test_before_any_run_has_ended_a_process_holds_one_running_and_one_waiting_run_a_process() -> None:
-    from almanac.platform.timer.due_index_timer import held_claims
+    from almanac.platform.decisions.pacing import held_claims
 
     assert held_claims(None, parallel=2, run_limit=20) == 4  # not 4 x the runner's budget of 20
 
 
 def test_short_runs_let_a_process_hold_what_it_starts_within_a_second_and_slow_ones_little_more_than_its_slots() -> None:
-    from almanac.platform.timer.due_index_timer import held_claims
+    from almanac.platform.decisions.pacing import held_claims
 
     assert held_claims(0.0005, parallel=20, run_limit=20) == 240  # a no-op: 12 a slot, run in a blink
     assert held_claims(0.003, parallel=2, run_limit=20) == 240  # a trivial script on 2 sandbox processes
@@ -35,7 +35,7 @@ def test_short_runs_let_a_process_hold_what_it_starts_within_a_second_and_slow_o
 
 
 def test_a_process_holds_no_more_than_it_has_seen_end_within_the_held_wait() -> None:
-    from almanac.platform.timer.due_index_timer import EndRate, held_claims
+    from almanac.platform.decisions.pacing import EndRate, held_claims
 
     # A trivial script on 2 sandbox processes whose runs (hand-over and record included) end 19 a
     # second on a loaded box: the slots and 20 more, not 12 a slot (runs that a process killed then strands).
@@ -54,7 +54,7 @@ def test_what_a_process_holds_beyond_its_run_slots_is_started_within_the_held_wa
     from hypothesis import HealthCheck, given, settings, strategies as st
 
     from almanac.platform.decisions import slots
-    from almanac.platform.timer.due_index_timer import CLAIM_AHEAD_MAX, HELD_WAIT_S, held_claims
+    from almanac.platform.decisions.pacing import CLAIM_AHEAD_MAX, HELD_WAIT_S, held_claims
 
     @settings(suppress_health_check=[HealthCheck.too_slow], deadline=None)  # a shared, busy test machine
     @given(st.floats(min_value=1e-5, max_value=600), st.integers(1, 16), st.integers(1, 64))
@@ -70,17 +70,17 @@ def test_what_a_process_holds_beyond_its_run_slots_is_started_within_the_held_wa
 def test_the_timer_s_capacity_follows_its_runs_time_unless_given() -> None:
     from almanac.platform.clock import ManualClock
     from almanac.platform.runner import FunctionRunner
-    from almanac.platform.timer.due_index_timer import CrossTenantScheduler
+    from almanac.platform.timer.scheduler import across_tenants
 
     from datetime import datetime, timezone
 
     runner, clock = FunctionRunner(lambda *a: None), ManualClock(datetime(2026, 1, 1, tzinfo=timezone.utc))
-    timer = CrossTenantScheduler(object(), runner, clock, lambda: [], workers=8)
+    timer = across_tenants(object(), runner, clock, lambda: [], workers=8, index=object())
     assert timer.capacity == 2 * timer.parallel  # nothing has run yet
     timer._avg_run_s = 0.0005
     assert timer.capacity == 12 * timer.run_limit
     timer._avg_run_s = 2.0
     assert timer.capacity == timer.run_limit + 4  # 8 threads start 4 two-second runs within the second
-    fixed = CrossTenantScheduler(object(), runner, clock, lambda: [], workers=8, claim_ahead=6)
+    fixed = across_tenants(object(), runner, clock, lambda: [], workers=8, claim_ahead=6, index=object())
     fixed._avg_run_s = 0.0005
     assert fixed.capacity == 6 * fixed.run_limit

@@ -8,7 +8,7 @@ transaction, on one connection:
    `FOR UPDATE SKIP LOCKED` (other processes take other rows at the same moment);
 2. for each tenant among them, inside a savepoint and with the connection's `tenant`
    schema mapped to that tenant's schema, reads and locks those occurrences and runs
-   the same per-row decisions and bulk claim as `claim_due` (`ClaimMixin._claim_rows`);
+   the same per-row decisions and bulk claim as `claim_due` (`TenantClaims.claim_rows`);
    the triggers move the claimed rows' `due_at` to their lease end in the index;
 3. when it did not fill `limit`, says when the earliest row of the index falls due.
 
@@ -51,21 +51,22 @@ from typing import Any, cast
 from sqlalchemy import Table, bindparam, delete, func, select, text
 from sqlalchemy.orm import Session
 
-from almanac.db import TENANT_SCHEMA, schema_for
+from almanac.db import TENANT_SCHEMA, Database, schema_for
 from almanac.platform.store import planning
 from almanac.platform.decisions import policies
 from almanac.platform.store import quotas
-from almanac.platform.due_index.tenant_parts import array_literal, plan_for_key_lookups
+from almanac.platform.store.due_index.tenant_parts import array_literal, plan_for_key_lookups
 from almanac.platform.store.coordination_models import DueEntry
 from almanac.platform.store.sql import statement
 from almanac.platform.store.connection_lanes import LANE_OF, Lanes
 from almanac.platform.store.models import Occurrence
 from almanac.platform.store.contract import Claim
+from almanac.platform.store.claim import TenantClaims
 from almanac.platform.store.claim_rows import DUE_COLUMNS
-from almanac.platform.due_index.writes import Part, write_claims
-from almanac.platform.due_index.reads import read_tenants
-from almanac.platform.store.record import _RENEW, _TOKENS, Finish, _Fenced, log_fenced
-from almanac.platform.due_index.record import is_plain, record_plain
+from almanac.platform.store.due_index.writes import Part, write_claims
+from almanac.platform.store.due_index.reads import read_tenants
+from almanac.platform.store.record import _RENEW, _TOKENS, Finish, Records, _Fenced, log_fenced
+from almanac.platform.store.due_index.record import is_plain, record_plain
 
 log = logging.getLogger("almanac.scheduler")
 
@@ -155,25 +156,22 @@ def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int
             "limit": limit, "seed": seed, "cap": cap, "mine": mine}
 
 
-class DueMixin:
-    """`claim_across`; mixed into `SqlStore` after `ClaimMixin` (whose `_claim_rows` it reuses)."""
+class DueIndex:
+    """The claim, lease renewal and record across tenants through the shared due index (PostgreSQL).
 
-    db: Any
-    lease_margin_s: float
-    lanes: Lanes | None  # SqlStore's: None on SQLite, or with ALMANAC_PG_LANES=1
-    # RecordMixin's, after this one in SqlStore's bases: annotated only, so that it is not shadowed.
-    _finish_batch: Callable[..., list[bool]]
-    _finish_values: Callable[..., dict[str, Any]]
+    Each picked tenant's rows are decided by the store's own per-tenant decisions (`claims`,
+    `TenantClaims.claim_rows`); this class batches the reads and writes of many tenants into a
+    few statements, and falls back to a savepoint per tenant (`claim_tenant_by_tenant`) when an
+    optimistic pass fails, so that a broken tenant costs only its own rows.
+    """
 
-    rules: Any
-    # ClaimMixin's (before this one in SqlStore's bases)
-    _run_values: Callable[..., dict[str, Any]]
-    _claim_of: Callable[..., Claim]
-    _source_known: Callable[[str, int, int], bool]
-
-    def _claim_rows(self, s: Session, tenant: str, rows: list[Any], now: datetime,
-                    lease_from: datetime | None = None, *, defer: bool = False, reads: Any = None) -> Any:
-        raise NotImplementedError
+    def __init__(self, db: Database, claims: TenantClaims, records: Records, lanes: Lanes | None) -> None:
+        self.db = db
+        self.claims = claims
+        self.records = records
+        self.lanes = lanes  # None, or with ALMANAC_PG_LANES each tenant's work on one connection
+        self.rules = claims.rules
+        self.lease_margin_s = claims.lease_margin_s
 
     def finish_across(self, items: Sequence[Finish]) -> Sequence[bool | None] | None:
         """Record finished attempts of many tenants, optimistically, in ONE transaction per lane
@@ -219,14 +217,14 @@ class DueMixin:
                 plan_for_key_lookups(conn)
                 if plain:
                     parts = [(slug, [items[i] for i in where]) for slug, where in plain]
-                    if not record_plain(conn, parts, lambda item: self._finish_values(*item, None)):
+                    if not record_plain(conn, parts, lambda item: self.records.finish_values(item[0], item[1], item[2], item[3], None)):
                         raise _Fenced
                     for _, where in plain:
                         for i in where:
                             applied[i] = True
                 for slug, where in rest:
                     with _tenant_session(conn, slug) as s:
-                        for i, ok in zip(where, self._finish_batch(s, [items[i] for i in where], optimistic=True)):
+                        for i, ok in zip(where, self.records.finish_batch(s, [items[i] for i in where], optimistic=True)):
                             applied[i] = ok
         except _Fenced:
             return None
@@ -298,7 +296,16 @@ class DueMixin:
             return self._claim_pass(now, limit, share, None, engine, lane, mine)
         except Exception:
             log.warning("scheduler.claim_retried", extra={"event": "scheduler.claim_retried"}, exc_info=True)
-        return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True), engine, lane, mine)
+        return self.claim_tenant_by_tenant(now, limit, share, tenant_exists or (lambda slug: True), engine, lane, mine)
+
+    def claim_tenant_by_tenant(self, now: datetime, limit: int, share: float, tenant_exists: Callable[[str], bool],
+                               engine: Any = None, lane: tuple[int, int, int] | None = None,
+                               mine: str = NO_PREFERENCE) -> CrossBatch:
+        """The savepoint fallback: the pass again, each tenant's part read, decided and written in a
+        savepoint of its own, so that a tenant whose part fails (logged; its index rows dropped if
+        `tenant_exists` says it is gone) costs only its own rows. Slower (two round trips a tenant
+        more), so it runs only after an optimistic pass failed."""
+        return self._claim_pass(now, limit, share, tenant_exists, engine, lane, mine)
 
     def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any, engine: Any = None,
                     lane: tuple[int, int, int] | None = None, mine: str = NO_PREFERENCE) -> CrossBatch:
@@ -326,7 +333,7 @@ class DueMixin:
             limits = quotas.quotas_of_many(conn, sorted(by_tenant)) if by_tenant else {}
             deferred: list[tuple[str, Any]] = []
             # Optimistic: every tenant's rows and what deciding them needs, read by a few statements.
-            reads = read_tenants(conn, list(by_tenant.items()), now, self._source_known) if tenant_exists is None else {}
+            reads = read_tenants(conn, list(by_tenant.items()), now, self.claims.source_known) if tenant_exists is None else {}
             for slug, ids in by_tenant.items():
                 # Leases count from this tenant's part, not from `now`: on a busy database a pass takes
                 # seconds, and leases counted from its start lapsed before the last tenants' runs began.
@@ -335,7 +342,7 @@ class DueMixin:
                     batch = self._claim_tenant(conn, slug, ids, at, limits[slug], reads=reads[slug])
                     deferred.append((slug, batch))
                 else:
-                    batch = self._claim_tenant_apart(conn, slug, ids, at, limits[slug], tenant_exists)
+                    batch = self._claim_tenant_in_savepoint(conn, slug, ids, at, limits[slug], tenant_exists)
                     if batch is None:
                         failed.append(slug)
                         continue
@@ -350,7 +357,7 @@ class DueMixin:
                 backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
         return CrossBatch(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)
 
-    def _claim_tenant_apart(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
+    def _claim_tenant_in_savepoint(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
                             limits: Any, tenant_exists: Any) -> Any:
         """`_claim_tenant` in a savepoint: a failure costs only this tenant's rows (None, logged)."""
         try:
@@ -391,10 +398,10 @@ class DueMixin:
         parts = []
         for slug, batch in deferred:
             occurrences, nexts = planning.next_occurrences(batch.plans, now, self.rules) if batch.plans else ([], [])
-            parts.append(Part(slug, occurrences, nexts, [self._run_values(p, now) for p in batch.pending],
+            parts.append(Part(slug, occurrences, nexts, [self.claims.run_values(p, now) for p in batch.pending],
                               [(p.row.id, p.row.status, p.row.attempt, p.token, p.lease) for p in batch.pending]))
         run_ids = write_claims(conn, parts)
-        return [self._claim_of(slug, p, run_ids[(slug, p.row.id)], now)
+        return [self.claims.claim_of(slug, p, run_ids[(slug, p.row.id)], now)
                 for slug, batch in deferred for p in batch.pending]
 
     def _claim_tenant(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
@@ -414,7 +421,7 @@ class DueMixin:
                 rows = reads.rows
             if len(rows) < len(ids):
                 self._drop_orphans(s, slug, ids, {r.id for r in rows})
-            return self._claim_rows(s, slug, rows, now, lease_from, defer=reads is not None, reads=reads)
+            return self.claims.claim_rows(s, slug, rows, now, lease_from, defer=reads is not None, reads=reads)
 
     @staticmethod
     def _drop_orphans(s: Session, slug: str, ids: list[int], read: set[int]) -> None:

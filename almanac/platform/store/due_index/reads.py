@@ -1,7 +1,7 @@
 """The reads of a claim pass across tenants (PostgreSQL): every tenant's reads by one statement.
 
 A claim pass (`due_index.claim`) decides the due rows of each tenant it picked. Read tenant by
-tenant (`store.claim_rows.Batch`), a schedule's claim cost its tenant five statements: its due
+tenant (`store.claim_rows.ClaimRows`), a schedule's claim cost its tenant five statements: its due
 occurrences locked, their schedules, the schedules' running attempts (for overlap), the
 scripts, and the runs started today (the daily quotas). In a burst over many tenants
 each read found a row or two, and cost ~0.1 ms of the worker's Python, a round trip, and
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from almanac.platform.due_index.tenant_parts import array_literal, chunks, run, schema_quoter
+from almanac.platform.store.due_index.tenant_parts import array_literal, chunks, run, schema_quoter
 from almanac.platform.store.models import RUNNING
 from almanac.platform.store.quotas import day_start
 from almanac.platform.store.sql.functions import CLAIM_READS

@@ -12,5 +12,5 @@ then reads, decides and writes every picked tenant's rows with a few statements 
     tenant_parts.py   what those statements share: a statement's part per tenant, its schema
 
 The per-tenant decisions are the store's (`store.claim.TenantClaims`): this folder only
-batches their reads and writes across tenants.
+batches their reads and writes across tenants. `SqlStore.due_index` holds one on PostgreSQL.
 """

@@ -2,7 +2,7 @@
 
 A claim pass across tenants (`due_index.claim`) decides each tenant's due rows in turn; in a
 burst over many tenants each part claims a row or two. Written tenant by tenant
-(`ClaimMixin._flush`), a schedule's claim cost four statements: the next occurrence's
+(`TenantClaims._flush`), a schedule's claim cost four statements: the next occurrence's
 INSERT, the schedule's `next_run_at`, the run's INSERT and the occurrence's
 compare-and-set, each a round trip and ~0.1 ms of the worker's Python for a row.
 
@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from almanac.platform.due_index.tenant_parts import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
+from almanac.platform.store.due_index.tenant_parts import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
 from almanac.platform.store.models import RUNNING
 from almanac.platform.store.sql.functions import CLAIM_WRITES
 
@@ -53,7 +53,7 @@ _KINDS = {name: kind.removesuffix("[]") for name, kind in CLAIM_WRITES.arguments
 
 class Part:
     """One tenant's deferred writes: `occurrences` and `nexts` as `planning.next_occurrences`
-    gives them, `runs` as `ClaimMixin._run_values`, `cas` rows (id, status, attempt, token, lease)."""
+    gives them, `runs` as `TenantClaims.run_values`, `cas` rows (id, status, attempt, token, lease)."""
 
     __slots__ = ("slug", "occurrences", "nexts", "runs", "cas")
 

@@ -1,7 +1,7 @@
 """The plain finished runs of many tenants recorded by ONE statement (PostgreSQL).
 
 A burst spread over many tenants finishes a run or two per tenant at a time. Recorded
-tenant by tenant (`RecordMixin._finish_batch`), each tenant cost four statements for
+tenant by tenant (`Records.finish_batch`), each tenant cost four statements for
 a succeeded run of a schedule: the fenced release of its occurrence, the run's
 record, the reset of the schedule's failures in a row, and the release of what was
 queued behind it. Each statement cost the worker ~0.1 ms of Python and a round trip,
@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from almanac.platform.due_index.tenant_parts import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
+from almanac.platform.store.due_index.tenant_parts import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
 from almanac.platform.store.models import DONE, JOB_DONE, JOB_PENDING, QUEUED, RUNNING
 from almanac.platform.store.sql.functions import RECORD_PLAIN
 from almanac.platform.store.contract import Claim
