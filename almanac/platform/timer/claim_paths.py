@@ -33,7 +33,7 @@ from typing import Protocol
 
 from almanac.platform.decisions import pacing, slots
 from almanac.platform.store.contract import Claim, ClaimBatch, Store
-from almanac.platform.store.due_index.claim import CrossBatch, DueIndex
+from almanac.platform.store.due_index.claim import DuePass, DueIndex
 from almanac.platform.store.record import Finish
 
 log = logging.getLogger("almanac.scheduler")
@@ -93,7 +93,7 @@ class Holdings(Protocol):
         ...
 
 
-Claimed = ClaimBatch | CrossBatch
+Claimed = ClaimBatch | DuePass
 
 
 class ClaimPath(Protocol):
@@ -340,7 +340,7 @@ class AcrossTenants:
         return self.index.claim_across(now, limit, share=share, tenant_exists=self.tenant_exists)
 
     def claimed(self, scope: str, claimed: Claimed, now: datetime) -> dict[str, int] | None:
-        assert isinstance(claimed, CrossBatch)
+        assert isinstance(claimed, DuePass)
         self._looks.at = pacing.next_look(claimed.full, claimed.picked, claimed.next_due_at, now, self.idle)
         if claimed.full or claimed.backlog is None or claimed.backlog == self._backlogs:
             return None

@@ -24,7 +24,7 @@ from almanac.db import Database
 from almanac.platform.clock import SystemClock
 from almanac.platform.store.connection_lanes import Lanes
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.store.due_index.claim import CrossBatch
+from almanac.platform.store.due_index.claim import DuePass
 from almanac.platform.store.sql_store import SqlStore
 from almanac.platform.timer.scheduler import across_tenants
 from tests.integration.platform.scheduler_world import EveryRules
@@ -98,9 +98,9 @@ class Recording:
     def __init__(self) -> None:
         self.preferred: list[Any] = []
 
-    def claim_across(self, now: datetime, limit: int, **kwargs: Any) -> CrossBatch:
+    def claim_across(self, now: datetime, limit: int, **kwargs: Any) -> DuePass:
         self.preferred.append(kwargs.get("prefer"))
-        return CrossBatch([], 0, False, [], None, {})
+        return DuePass([], 0, False, [], None, {})
 
 
 def test_the_timer_puts_no_tenant_first_for_the_leases_it_holds() -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from almanac.platform.clock import SystemClock
 from almanac.platform.runner import FunctionRunner
-from almanac.platform.store.due_index.claim import CrossBatch
+from almanac.platform.store.due_index.claim import DuePass
 from almanac.platform.decisions.pacing import LOCKED_OUT_WAIT_S, next_look
 from almanac.platform.timer.scheduler import across_tenants
 
@@ -24,11 +24,11 @@ NOW = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
 IDLE = timedelta(seconds=5)
 
 
-def _batch(picked: int, full: bool, next_due_at: datetime | None) -> CrossBatch:
-    return CrossBatch([], picked, full, [], next_due_at, {} if not full else None)
+def _batch(picked: int, full: bool, next_due_at: datetime | None) -> DuePass:
+    return DuePass([], picked, full, [], next_due_at, {} if not full else None)
 
 
-def _look(batch: CrossBatch) -> tuple[datetime, bool]:
+def _look(batch: DuePass) -> tuple[datetime, bool]:
     return next_look(batch.full, batch.picked, batch.next_due_at, NOW, IDLE)
 
 
@@ -55,7 +55,7 @@ class LockedOut:
     def __init__(self) -> None:
         self.passes = 0
 
-    def claim_across(self, now: datetime, limit: int, **_: Any) -> CrossBatch:
+    def claim_across(self, now: datetime, limit: int, **_: Any) -> DuePass:
         self.passes += 1
         return _batch(0, False, now - timedelta(seconds=1))
 

@@ -108,7 +108,7 @@ def _split_plain(items: Sequence[Finish]) -> tuple[list[tuple[str, list[int]]], 
 
 
 @dataclass
-class CrossBatch:
+class DuePass:
     """What one cross-tenant claim did."""
 
     claims: list[Claim]
@@ -232,7 +232,7 @@ class DueIndex:
         return applied
 
     def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,
-                     tenant_exists: Any = None, prefer: Collection[str] = ()) -> CrossBatch:
+                     tenant_exists: Any = None, prefer: Collection[str] = ()) -> DuePass:
         """Claim up to `limit` due occurrences of any tenants, fairly between them: one transaction,
         or with lanes (`lanes`) one per lane visited. Within each round of the round robin, the rows
         of the tenants in `prefer` (the process's timer leases) come before the other tenants'.
@@ -247,7 +247,7 @@ class DueIndex:
         lanes, first = self.lanes, preferred(prefer)
         if not lanes:
             return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists, first)
-        out = CrossBatch([], 0, False)
+        out = DuePass([], 0, False)
         recorded: Counter[str] = Counter()
 
         def visit(lane: int, quota: int, cap: int) -> None:
@@ -289,7 +289,7 @@ class DueIndex:
         return out
 
     def _claim_on(self, engine: Any, lane: tuple[int, int, int] | None, now: datetime, limit: int, share: float,
-                  tenant_exists: Any, mine: str) -> CrossBatch:
+                  tenant_exists: Any, mine: str) -> DuePass:
         """`claim_across` on one engine's connection; `lane`: (lane, lanes, most rows of a tenant);
         `mine`: the preferred tenants (`preferred`)."""
         try:
@@ -300,7 +300,7 @@ class DueIndex:
 
     def claim_tenant_by_tenant(self, now: datetime, limit: int, share: float, tenant_exists: Callable[[str], bool],
                                engine: Any = None, lane: tuple[int, int, int] | None = None,
-                               mine: str = NO_PREFERENCE) -> CrossBatch:
+                               mine: str = NO_PREFERENCE) -> DuePass:
         """The savepoint fallback: the pass again, each tenant's part read, decided and written in a
         savepoint of its own, so that a tenant whose part fails (logged; its index rows dropped if
         `tenant_exists` says it is gone) costs only its own rows. Slower (two round trips a tenant
@@ -308,7 +308,7 @@ class DueIndex:
         return self._claim_pass(now, limit, share, tenant_exists, engine, lane, mine)
 
     def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any, engine: Any = None,
-                    lane: tuple[int, int, int] | None = None, mine: str = NO_PREFERENCE) -> CrossBatch:
+                    lane: tuple[int, int, int] | None = None, mine: str = NO_PREFERENCE) -> DuePass:
         """One claim transaction on `engine`'s connection (the process's pool by default); `tenant_exists`
         None: optimistic (any failure raises, all rolled back). `lane`: (lane, lanes, most rows of a tenant).
 
@@ -355,7 +355,7 @@ class DueIndex:
             if not full and lane is None:
                 next_due = conn.execute(_NEXT_DUE).scalar()
                 backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
-        return CrossBatch(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)
+        return DuePass(claims, len(picked), full, sorted(recorded.items()), next_due, backlog, failed)
 
     def _claim_tenant_in_savepoint(self, conn: Any, slug: str, ids: list[int], at: tuple[datetime, datetime],
                             limits: Any, tenant_exists: Any) -> Any:

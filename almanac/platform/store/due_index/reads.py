@@ -82,7 +82,7 @@ class ScriptRow(NamedTuple):
     current_version: int
 
 
-class TenantReads:
+class ClaimReads:
     """What a tenant's part of the pass needs, read already."""
 
     __slots__ = ("rows", "schedules", "jobs", "running", "scripts", "sources", "day")
@@ -135,7 +135,7 @@ def _union(template: str, schemas: Sequence[tuple[int, str]]) -> str:
     return " UNION ALL ".join(template.format(i=i, schema=schema) for i, schema in schemas)
 
 
-def _take(r: TenantReads, row: Sequence[Any]) -> None:
+def _take(r: ClaimReads, row: Sequence[Any]) -> None:
     """One row of (part, `almanac_claim_reads_v2`'s columns) into its tenant's reads."""
     kind = row[_KIND]
     if kind == 1:  # a running attempt: occurrence id, schedule id, lease end
@@ -160,7 +160,7 @@ def _take(r: TenantReads, row: Sequence[Any]) -> None:
         r.scripts.append(ScriptRow(*(row[k] for k in _SCRIPT_AT)))
 
 
-def _read_sources(conn: Any, schemas: list[tuple[int, str]], params: dict[str, Any], reads: list[TenantReads],
+def _read_sources(conn: Any, schemas: list[tuple[int, str]], params: dict[str, Any], reads: list[ClaimReads],
                   slugs: list[str], known: Callable[[str, int, int], bool]) -> None:
     """The sources of the scripts read that are not `known` already (one statement, when any)."""
     for i, _ in schemas:
@@ -174,16 +174,16 @@ def _read_sources(conn: Any, schemas: list[tuple[int, str]], params: dict[str, A
 
 
 def read_tenants(conn: Any, parts: Sequence[tuple[str, list[int]]], now: datetime,
-                 known: Callable[[str, int, int], bool]) -> dict[str, TenantReads]:
+                 known: Callable[[str, int, int], bool]) -> dict[str, ClaimReads]:
     """Lock and read the due occurrences `ids` of each (tenant, ids), and what deciding them needs.
 
     `known(tenant, script id, version)`: whether that source is at hand already (not read again).
     """
     schema = schema_quoter(conn)
-    out: dict[str, TenantReads] = {}
+    out: dict[str, ClaimReads] = {}
     for chunk in chunks(parts):
         schemas = [(i, schema(slug)) for i, (slug, _) in enumerate(chunk)]
-        reads = [TenantReads() for _ in chunk]
+        reads = [ClaimReads() for _ in chunk]
         params: dict[str, Any] = {"now": now, "day": day_start(now), "running": RUNNING}
         params.update({f"ids{i}": array_literal(ids, "int") for i, (_, ids) in enumerate(chunk)})
         text = " UNION ALL ".join(_read(i, sch) for i, sch in schemas) + _ORDER
