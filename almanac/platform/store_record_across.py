@@ -36,8 +36,8 @@ PostgreSQL requires of one statement's writes.
 The leases of the claims a process holds are renewed the same way (`renew_leases`): one
 statement per chunk of tenants, each tenant's part one call of `almanac_renew_leases_v1()`, the
 due index moved once for all of them. Renewed row by row, they were a statement per claim held
-and a due-index trigger per row, and in a loaded burst a fifth of the runs wait long enough to
-be renewed.
+and a due-index trigger per row, and on a loaded machine many claims wait long enough to be
+renewed (docs/decisions/0250-renew-leases-by-one-statement.md).
 
 "Plain" is what this statement can record without Python in between: a run that
 succeeded with no effects (no kv writes, events or jobs, which need the quota checks
@@ -167,8 +167,11 @@ def renew_leases(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Lease]]]) ->
     transaction, where each occurrence still holds its token and runs; the (tenant, occurrence id) renewed."""
     schema = schema_quoter(conn)
     renewed: set[tuple[str, int]] = set()
+    parts = [part for part in by_tenant if part[1]]
+    if not parts:
+        return renewed
     with due_index_by_statement(conn):
-        for chunk in chunks([part for part in by_tenant if part[1]]):
+        for chunk in chunks(parts):
             sql, params = renew_statement(chunk, schema)
             renewed.update((chunk[part][0], oid) for part, oid in run(conn, sql, params) if part >= 0)
     return renewed
