@@ -73,10 +73,9 @@ def use_server(url: str) -> None:
 
     from bench.pg_setup import dsn
 
-    with psycopg.connect(dsn(url)) as conn:
+    with psycopg.connect(dsn(url)) as conn:  # read while the backend lives: it exits once the connection closes
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-    with open(f"/proc/{backend}/stat") as f:
-        POSTMASTER[0] = int(f.read().rsplit(")", 1)[1].split()[1])  # ppid: a backend's parent is the postmaster
+        POSTMASTER[0] = _parent(backend)  # a backend's parent is the postmaster
 
 
 def postgres_pids() -> list[int]:
