@@ -61,9 +61,38 @@ def status_kb(pid: int, fields: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
+# The postmaster of the server the bench works on (`use_server`), or None: every PostgreSQL process.
+# On a machine shared with other servers (a test suite's throwaway ones), counting every `postgres`
+# process counted their work too.
+POSTMASTER: list[int | None] = [None]
+
+
+def use_server(url: str) -> None:
+    """Count only the processes of the server at `url` (a SQLAlchemy URL): its postmaster and children."""
+    import psycopg
+
+    from bench.pg_setup import dsn
+
+    with psycopg.connect(dsn(url)) as conn:  # read while the backend lives: it exits once the connection closes
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+        POSTMASTER[0] = _parent(backend)  # a backend's parent is the postmaster
+
+
 def postgres_pids() -> list[int]:
-    found = subprocess.run(["pgrep", "-u", "postgres"], capture_output=True, text=True).stdout.split()
-    return [int(pid) for pid in found]
+    found = [int(pid) for pid in subprocess.run(["pgrep", "-u", "postgres"], capture_output=True,
+                                                text=True).stdout.split()]
+    root = POSTMASTER[0]
+    if root is None:
+        return found
+    return [root, *(pid for pid in found if _parent(pid) == root)]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except OSError:
+        return None
 
 
 class BackendMemory:

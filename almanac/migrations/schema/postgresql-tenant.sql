@@ -303,6 +303,20 @@ BEGIN
 END
 $$;
 
+CREATE FUNCTION {tenant}.almanac_renew_leases_v1(a_ids integer[], a_tokens character varying[], a_leases timestamp with time zone[], a_running character varying) RETURNS TABLE(w_id integer, w_due_at timestamp with time zone, w_priority integer)
+    LANGUAGE plpgsql
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET random_page_cost TO '1.1'
+    AS $$
+BEGIN
+    RETURN QUERY
+    UPDATE {tenant}.occurrences AS o SET lease_until = v.lease, due_at = v.lease
+    FROM unnest(a_ids, a_tokens, a_leases) AS v(id, token, lease)
+    WHERE o.id = ANY(a_ids) AND o.id = v.id AND o.lease_token = v.token AND o.status = a_running
+    RETURNING o.id, o.due_at, o.priority;
+END
+$$;
+
 CREATE TABLE {tenant}.alembic_version (
     version_num character varying(32) NOT NULL
 );

@@ -65,8 +65,8 @@ from almanac.platform.store.claim import TenantClaims
 from almanac.platform.store.claim_rows import DUE_COLUMNS
 from almanac.platform.store.due_index.writes import Part, write_claims
 from almanac.platform.store.due_index.reads import read_tenants
-from almanac.platform.store.record import _RENEW, _TOKENS, Finish, Records, _Fenced, log_fenced
-from almanac.platform.store.due_index.record import is_plain, record_plain
+from almanac.platform.store.record import _TOKENS, Finish, Records, _Fenced, log_fenced
+from almanac.platform.store.due_index.record import is_plain, record_plain, renew_leases
 
 log = logging.getLogger("almanac.scheduler")
 
@@ -373,24 +373,26 @@ class DueIndex:
         """`renew_leases` for the claims of many tenants in one transaction; (tenant, run id) of those not held.
 
         Renewal is the one periodic write per tenant left (a run's lease lives with its occurrence,
-        in the tenant's schema): one transaction for all of them keeps its cost to a statement per
-        tenant with claims in flight, rather than a transaction each.
+        in the tenant's schema): one transaction for all of them, and one statement per chunk of
+        tenants with claims in flight, rather than a transaction a tenant and a statement a claim.
         """
         by_tenant: dict[str, list[Claim]] = {}
         for c in claims:
             if c.occurrence_id is not None:
                 by_tenant.setdefault(c.tenant, []).append(c)
+        parts = [(slug, sorted(mine, key=lambda c: c.occurrence_id or 0)) for slug, mine in sorted(by_tenant.items())]
         lost: set[tuple[str, int]] = set()
         with self.db.engine.connect() as conn, conn.begin():
-            for slug, mine in sorted(by_tenant.items()):
-                conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
-                rows = [dict(b_id=c.occurrence_id, b_token=c.lease_token,
-                             b_lease=policies.lease_until(now, c.timeout_ms, self.lease_margin_s))
-                        for c in sorted(mine, key=lambda c: c.occurrence_id or 0)]
-                if _RENEW.executemany(conn, rows) == len(rows):
-                    continue
-                current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in mine]}).all())
-                lost |= {(slug, c.run_id) for c in mine if current.get(c.occurrence_id) != c.lease_token}
+            # One statement per chunk of tenants (`due_index.record.renew_leases`), not one a claim.
+            renewed = renew_leases(conn, [(slug, [(c.occurrence_id or 0, c.lease_token or "",
+                                                   policies.lease_until(now, c.timeout_ms, self.lease_margin_s))
+                                                  for c in mine]) for slug, mine in parts])
+            for slug, mine in parts:  # not renewed: recorded meanwhile, or taken over after a lapse?
+                missed = [c for c in mine if (slug, c.occurrence_id) not in renewed]
+                if missed:
+                    conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
+                    current = dict(conn.execute(_TOKENS, {"b_ids": [c.occurrence_id for c in missed]}).all())
+                    lost |= {(slug, c.run_id) for c in missed if current.get(c.occurrence_id) != c.lease_token}
         return lost
 
     def _write_deferred(self, conn: Any, deferred: list[tuple[str, Any]], now: datetime) -> list[Claim]:

@@ -33,6 +33,12 @@ rolled back and the runs are recorded the careful way, as with the per-tenant pa
 The CTEs touch disjoint rows (running and queued occurrences differ in status), which
 PostgreSQL requires of one statement's writes.
 
+The leases of the claims a process holds are renewed the same way (`renew_leases`): one
+statement per chunk of tenants, each tenant's part one call of `almanac_renew_leases_v1()`, the
+due index moved once for all of them. Renewed row by row, they were a statement per claim held
+and a due-index trigger per row, and on a loaded machine many claims wait long enough to be
+renewed (docs/decisions/0250-renew-leases-by-one-statement.md).
+
 "Plain" is what this statement can record without Python in between: a run that
 succeeded with no effects (no kv writes, events or jobs, which need the quota checks
 of `effects`), of an occurrence met once in the batch. Failed runs (retries, the
@@ -47,7 +53,7 @@ from typing import Any
 
 from almanac.platform.store.due_index.tenant_parts import array_literal, chunks, due_index_by_statement, per_tenant_calls, run, schema_quoter
 from almanac.platform.store.models import DONE, JOB_DONE, JOB_PENDING, QUEUED, RUNNING
-from almanac.platform.store.sql.functions import RECORD_PLAIN
+from almanac.platform.store.sql.functions import RECORD_PLAIN, RENEW_LEASES
 from almanac.platform.store.contract import Claim
 from almanac.sandbox.contract import RunResult
 
@@ -128,3 +134,44 @@ def record_plain(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Any]]],
             if released != sum(len(items) for _, items in chunk):
                 return False
     return True
+
+
+Lease = tuple[int, str, datetime]  # (occurrence id, the attempt's token, the new lease end)
+
+
+def _renew_call(i: int, schema: str) -> str:
+    """Part `i`'s call of `almanac_renew_leases_v1`, its arguments by name (`a_running` shared by all)."""
+    values = {"a_ids": f"%(ids{i})s", "a_tokens": f"%(tokens{i})s", "a_leases": f"%(leases{i})s",
+              "a_running": "%(running)s"}
+    return RENEW_LEASES.call(schema, values)
+
+
+def renew_statement(parts: Sequence[tuple[str, Sequence[Lease]]],
+                    schema: Callable[[str], str]) -> tuple[str, dict[str, Any]]:
+    """The SQL and parameters renewing `parts` (tenant slug, its leases); it returns (part, occurrence id)
+    of every lease renewed, after one row (part -1) that makes the due index follow."""
+    params: dict[str, Any] = {"running": RUNNING}
+    calls = []
+    for i, (slug, leases) in enumerate(parts):
+        params[f"ids{i}"] = array_literal([oid for oid, _, _ in leases], "int")
+        params[f"tokens{i}"] = array_literal([token for _, token, _ in leases], "varchar")
+        params[f"leases{i}"] = array_literal([until for _, _, until in leases], "timestamptz")
+        params[f"slug{i}"] = slug
+        calls.append(f"SELECT {i} AS part, %(slug{i})s::varchar AS slug, w.* FROM {_renew_call(i, schema(slug))} AS w")
+    return (f"WITH {per_tenant_calls(calls, 'slug, w_id, w_due_at, w_priority')}\n"
+            "SELECT -1, written FROM ixm UNION ALL SELECT part, w_id FROM w"), params
+
+
+def renew_leases(conn: Any, by_tenant: Sequence[tuple[str, Sequence[Lease]]]) -> set[tuple[str, int]]:
+    """Extend these leases (by tenant, tenants and each one's occurrences in a stable order) in `conn`'s
+    transaction, where each occurrence still holds its token and runs; the (tenant, occurrence id) renewed."""
+    schema = schema_quoter(conn)
+    renewed: set[tuple[str, int]] = set()
+    parts = [part for part in by_tenant if part[1]]
+    if not parts:
+        return renewed
+    with due_index_by_statement(conn):
+        for chunk in chunks(parts):
+            sql, params = renew_statement(chunk, schema)
+            renewed.update((chunk[part][0], oid) for part, oid in run(conn, sql, params) if part >= 0)
+    return renewed

@@ -3,7 +3,8 @@
     shared/         functions of the shared schema (`{shared}` in the text): the due index's two
                     triggers and its bulk move, the delivery signals' trigger
     tenant/         functions of every tenant's schema (`{tenant}`): the claim pass's reads and writes,
-                    the record of plain finished runs, the pending-jobs count and its lock; and
+                    the record of plain finished runs, the renewal of leases, the pending-jobs count and
+                    its lock; and
                     `triggers.sql`, the tenant tables' triggers
     statements/     hot statements the Python sends as they are (`statement(name)`): the claim pass's pick
     functions.py    each function the Python calls, declared once (its arguments and returned columns),
@@ -21,6 +22,7 @@ compare the rows, the due index's included:
 
     almanac_claim_writes_v2   test_claim_across_writes.py::test_the_one_statement_writes_what_the_tenant_by_tenant_claim_writes
     almanac_record_plain_v2   test_record_across.py::test_the_one_statement_writes_what_the_per_tenant_records_write
+    almanac_renew_leases_v1   test_renew_across.py::test_the_one_statement_writes_what_the_per_tenant_renewal_writes
     almanac_due_index_moved_v2 / the due-index triggers
                               test_due_index_by_statement.py (the index mirrors the occurrences either way)
 """

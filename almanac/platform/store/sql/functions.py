@@ -110,4 +110,10 @@ DUE_INDEX_MOVED = Function(
 PENDING_JOBS_HELD = Function(
     "almanac_pending_jobs_held_v1", "tenant", _typed("a_tenant_key int, a_quota_key int"))
 
-CALLED = (CLAIM_WRITES, RECORD_PLAIN, CLAIM_READS, DUE_INDEX_MOVED, PENDING_JOBS_HELD)
+RENEW_LEASES = Function(
+    "almanac_renew_leases_v1", "tenant",
+    _typed("a_ids int[], a_tokens varchar[], a_leases timestamptz[], a_running varchar"),
+    _typed("w_id int, w_due_at timestamptz, w_priority int"),
+)
+
+CALLED = (CLAIM_WRITES, RECORD_PLAIN, CLAIM_READS, DUE_INDEX_MOVED, PENDING_JOBS_HELD, RENEW_LEASES)
