@@ -127,10 +127,11 @@ class SandboxRunner:
     """
 
     def __init__(self, cache_dir: Path | None, processes: int | None = None, outbound: Outbound | None = None,
-                 spares: int | None = None) -> None:
+                 spares: int | None = None, tenant_share: float | None = None) -> None:
         self._cache_dir = cache_dir
         self.outbound = outbound  # fetch and secrets; without it scripts' fetch rejects and secrets are null
         self.spares = spares
+        self.tenant_share = tenant_share  # of the pool's processes one tenant's runs may hold at once
         self.processes = sandbox_processes(processes)
         self._sandbox: Any = None  # in-process: the fallback, and the bridge while the pool starts
         self._pool: Any = None
@@ -183,10 +184,12 @@ class SandboxRunner:
 
     def _start_pool(self) -> None:
         from almanac.sandbox import SandboxPool  # deferred: wasmtime loads only when scripts are to run
+        from almanac.sandbox.pool import DEFAULT_OWNER_SHARE, DEFAULT_SPARES  # deferred: as the line above
 
         try:
             pool = SandboxPool(workers=self.processes, cache_dir=self._cache_dir,
-                               **({} if self.spares is None else {"spares": self.spares}))
+                               spares=DEFAULT_SPARES if self.spares is None else self.spares,
+                               owner_share=DEFAULT_OWNER_SHARE if self.tenant_share is None else self.tenant_share)
         except Exception:
             log.exception("worker.sandbox_pool_failed", extra={"event": "worker.sandbox_pool_failed"})
             return  # scripts keep running in-process
@@ -231,7 +234,9 @@ class SandboxRunner:
             self._threads().submit(self._run_then, done, request, caps)
             return
         wrapped, reach = self._caps(caps, request.limits.timeout_ms)
-        target.submit(request, wrapped, lambda result: done(self._finished(result, reach)))
+        # The pool shares its processes between tenants: runs of one waiting on the network leave the rest.
+        target.submit(request, wrapped, lambda result: done(self._finished(result, reach)),
+                      owner=getattr(caps, "tenant", None))
 
     def _run_then(self, done: Callable[[RunResult], None], request: RunRequest, caps: Any) -> None:
         """On a thread: run, then always call back (the scheduler counts the run out until then)."""
@@ -353,7 +358,8 @@ def build_services(settings: Settings, *, clock: Clock | None = None, runner: An
     db = Database(settings)
     store = SqlStore(db, lease_margin_s=settings.lease_margin_s)
     runner = runner or SandboxRunner(settings.var_dir / "cache", settings.sandbox_processes,
-                                     outbound=Outbound(db, settings), spares=settings.sandbox_spare_workers)
+                                     outbound=Outbound(db, settings), spares=settings.sandbox_spare_workers,
+                                     tenant_share=settings.tenant_max_share)
     in_flight = runner.runs_in_flight() if hasattr(runner, "runs_in_flight") else None
     holder: list[Scheduler] = []
     # One row a process in `worker_heartbeats`: the tenant leases count it, the liveness reaps it once dead.

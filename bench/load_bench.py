@@ -25,6 +25,7 @@ Scenarios (each on a fresh embedded SQLite database, with the scheduler as `alma
   `--hostile-jobs` jobs due at once, every run waiting on a server that never answers (until its
   3 s timeout). Another tenant meanwhile has a job due every 0.5 s and calls the API
   (`GET /api/v1/schedules`) and `/healthz` in a loop: their p50/p99, and its runs' start lag.
+  The flood begins once the server's sandbox pool is up (a fresh var dir compiles its image first).
   (`--runner` does not apply: the server runs scripts in its own sandbox pool.)
 
 `--runner sim` (default) stands in for the sandbox pool without using CPU: `--processes`

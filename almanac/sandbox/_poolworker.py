@@ -33,8 +33,10 @@ A remote capability call (a read, a secret, a fetch) blocks the guest until the 
 the parent executes it on the caller's ``caps``, so tenant data and host
 objects never enter this process.  A write costs no message at all.  The worker exits
 when the ticket socket is closed and empty (the pool closed), when the parent
-closes its pipe, or after a run that ended ``timed_out`` or
-``memory_exceeded`` or its ``max_runs``-th run (a fresh process replaces it).
+closes its pipe, or after a run cut off inside the guest's code (``timed_out`` by its
+deadline's interrupt, or ``memory_exceeded``) or its ``max_runs``-th run (a fresh process
+replaces it). A run the host stopped at one of its calls (a fetch past the deadline) leaves the
+worker as it was: it goes on.
 """
 
 from __future__ import annotations
@@ -54,7 +56,6 @@ from .capabilities import CapabilityError, ForwardingCapabilities
 from .contract import RunRequest
 from .runtime import Sandbox
 
-RECYCLE_AFTER = ("timed_out", "memory_exceeded")  # a fresh process after these, whatever they left behind
 TICKET_HEAD = struct.Struct("<Q")
 MAX_TICKET = 32 * 1024  # larger jobs go as thin tickets and are fetched
 SOURCES_KEPT = 64
@@ -150,10 +151,10 @@ def _serve_tickets(box: Sandbox, tickets: Any, conn: Any, slot: Any, max_runs: i
                 sources.popitem(last=False)
         else:
             sources.move_to_end(token)
-        reply, status = _serve(box, caps, job_id, kind, RunRequest.from_wire([source, event, limits, may]))
+        reply, status, cut_off = _serve(box, caps, job_id, kind, RunRequest.from_wire([source, event, limits, may]))
         _mark_idle(slot)
         conn.send_bytes(dump(reply))
-        if status in RECYCLE_AFTER:
+        if cut_off:
             conn.send_bytes(dump(["bye", status]))
             return
     conn.send_bytes(dump(["bye", "max_runs"]))
@@ -187,10 +188,12 @@ def _mark_idle(slot: Any) -> None:
     slot[0] = 0
 
 
-def _serve(box: Sandbox, caps: ParentCaps, job_id: int, kind: str, request: RunRequest) -> tuple[list, str | None]:
+def _serve(box: Sandbox, caps: ParentCaps, job_id: int, kind: str,
+           request: RunRequest) -> tuple[list, str | None, bool]:
+    """The reply, the run's status, and whether the run was cut off in the guest's code (then the worker exits)."""
     if kind == "run":
-        result = box.execute(request, caps)
-        return ["done", job_id, result.to_wire()], result.status
+        result, cut_off = box.execute_telling(request, caps)
+        return ["done", job_id, result.to_wire()], result.status, cut_off
     problem = box.check_syntax(request.source)
     return ["checked", job_id, None if problem is None else
-            {"message": problem.message, "line": problem.line, "column": problem.column}], None
+            {"message": problem.message, "line": problem.line, "column": problem.column}], None, False

@@ -77,6 +77,9 @@ class RunIO:
         self.output_size = 0  # of a result over output_cap, which is not read
         self.memory: GuestMemory | None = None
         self.exit_reason: str | None = None
+        # The host stopped the guest at one of its own calls (a fetch past the deadline, a promise that can
+        # no longer settle, exit), not in the middle of the guest's code.
+        self.stopped_at_call = False
 
     def log(self, ptr: int, length: int) -> None:
         room = self.log_cap - len(self.logs)
@@ -88,6 +91,7 @@ class RunIO:
 
     def stop(self, reason: str) -> None:
         self.exit_reason = reason
+        self.stopped_at_call = True
         raise HostExit(reason)
 
 

@@ -26,9 +26,12 @@ so threads cannot use two cores; processes can.
   that ``size`` workers keep running scripts, the pool starts a spare for each worker parked
   longer than a short grace (at most ``spares`` of them), and lets spares go once they have
   not been needed for a few seconds (``_poolspares``).
-* Recycling: a worker whose run ended ``timed_out`` or ``memory_exceeded``,
-  or that has done ``max_runs_per_worker`` runs, says so and exits after that
-  run; a background thread starts its replacement.
+* Sharing: jobs are ticketed round robin between their owners (tenants), each with at most
+  ``owner_share`` of ``size + spares`` out at once, so that one owner's runs parked on the network
+  leave the others workers (``_pooljobs.FairWaiting``); a waiting job's deadline has not begun.
+* Recycling: a worker whose run was cut off in the guest's code (``timed_out`` by the deadline's
+  interrupt, ``memory_exceeded``), or that has done ``max_runs_per_worker`` runs, exits after it;
+  a background thread starts its replacement. A run stopped at a host call costs no process.
 * Failure: if a worker dies mid-run (crash, OOM kill) the run ends ``failed``
   with "sandbox worker died"; if it has not answered once its timeout plus
   ``GRACE_S`` have passed (wall time, capability calls included, as for the
@@ -65,13 +68,13 @@ import tempfile
 import threading
 import time
 import weakref
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 from . import _engine, _poolworker
-from ._pooljobs import Job, problem_from
+from ._pooljobs import FairWaiting, Job, owner_cap, problem_from
 from ._poolprocs import Worker, answer_capability, await_ready, retire, spawn
 from ._poolspares import LINGER_S, SparesMixin
 from ._poolwatch import WATCH_MS, WatchMixin
@@ -94,6 +97,7 @@ TICKETS_PER_WORKER = 8
 MAX_MESSAGE = 64 * 1024 * 1024
 SOURCE_TOKENS = 512  # distinct sources the parent keeps a token for
 DEFAULT_SPARES = 32  # workers started beyond ``size`` while runs wait on the network
+DEFAULT_OWNER_SHARE = 0.5  # of the pool's processes one owner's jobs may hold at once
 
 
 class SandboxPool(SparesMixin, WatchMixin):
@@ -101,10 +105,11 @@ class SandboxPool(SparesMixin, WatchMixin):
 
     def __init__(self, workers: int | None = None, cache_dir: Path | None = None,
                  max_runs_per_worker: int = 10_000, spares: int = DEFAULT_SPARES,
-                 spare_linger_s: float = LINGER_S) -> None:
+                 spare_linger_s: float = LINGER_S, owner_share: float = DEFAULT_OWNER_SHARE) -> None:
         self.size = multiprocessing.cpu_count() if workers is None else workers
-        if self.size < 1 or max_runs_per_worker < 1 or spares < 0:
-            raise ValueError("workers and max_runs_per_worker must be at least 1, spares at least 0")
+        if self.size < 1 or max_runs_per_worker < 1 or spares < 0 or not 0 < owner_share <= 1:
+            raise ValueError("workers and max_runs_per_worker must be at least 1, spares at least 0, "
+                             "owner_share in (0, 1]")
         self.spares = spares
         self.spare_linger_s = spare_linger_s  # how long spares stay once the waits are over
         self._parked = 0  # workers waiting on a capability that waits (fetch)
@@ -118,7 +123,8 @@ class SandboxPool(SparesMixin, WatchMixin):
         self._ctx.set_forkserver_preload(["__main__", _poolworker.__name__])
         self._lock = threading.Lock()
         self._jobs: dict[int, Job] = {}
-        self._waiting: deque[Job] = deque()  # not yet ticketed
+        # Not yet ticketed, per owner. The cap is never below `size`: without spares one owner still uses every worker.
+        self._waiting = FairWaiting(max(self.size, owner_cap(self.size + spares, owner_share)))
         self._out = 0  # ticketed jobs not yet ended: running, or waiting in the socket
         self._ids = itertools.count(1)
         self._tokens: OrderedDict[str, int] = OrderedDict()
@@ -154,13 +160,15 @@ class SandboxPool(SparesMixin, WatchMixin):
 
     # --- the Sandbox API ------------------------------------------------------
 
-    def submit(self, request: RunRequest, caps: Capabilities, done: Callable[[RunResult], None]) -> None:
+    def submit(self, request: RunRequest, caps: Capabilities, done: Callable[[RunResult], None],
+               owner: Hashable = None) -> None:
         """Queue a run; ``done(result)`` is called once, on the pool's thread, when it ends.
 
+        ``owner`` (a tenant) shares the workers with the other owners (see "Sharing" above).
         Never raises for the script's sake; raises RuntimeError if the pool is closed.
         ``done`` must be quick and must not raise (it is logged and dropped if it does).
         """
-        self._enqueue("run", request, caps, done)
+        self._enqueue("run", request, caps, done, owner)
 
     def execute(self, request: RunRequest, caps: Capabilities) -> RunResult:
         """Run the request in a worker and wait for its result; never raises for the script's sake."""
@@ -191,8 +199,7 @@ class SandboxPool(SparesMixin, WatchMixin):
             if self._closed:
                 return
             self._closed = True
-            unstarted = list(self._waiting) + self._take_back_tickets()
-            self._waiting.clear()
+            unstarted = self._waiting.drain() + self._take_back_tickets()
         for job in unstarted:
             self._finish(job, job.ended("failed", "sandbox pool is closed"))
         self._tickets_out.close()  # a worker exits once its run is done and the socket is empty
@@ -221,25 +228,29 @@ class SandboxPool(SparesMixin, WatchMixin):
         return box[0]
 
     def _enqueue(self, kind: str, request: RunRequest, caps: Capabilities | None,
-                 done: Callable[[Any], None]) -> None:
+                 done: Callable[[Any], None], owner: Hashable = None) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("sandbox pool is closed")
-            job = Job(next(self._ids), kind, request, caps, done)
+            job = Job(next(self._ids), kind, request, caps, done, owner)
             self._jobs[job.id] = job
             self._waiting.append(job)
             self._fill()  # from this thread: the reactor need not wake to hand it out
 
     def _fill(self) -> None:
-        """(Holding the lock.) Ticket waiting jobs while fewer than ``TICKETS_PER_WORKER * size`` are out
-        (plus one per parked worker: its run is out, but it takes no ticket)."""
+        """(Holding the lock.) Ticket waiting jobs, round robin between owners under their cap, while fewer
+        than ``TICKETS_PER_WORKER * size`` are out (plus one per parked worker: its run is out, but it
+        takes no ticket)."""
         while self._waiting and self._out < TICKETS_PER_WORKER * self.size + self._parked:
-            job = self._waiting[0]
+            job = self._waiting.next()
+            if job is None:
+                return  # every owner with waiting jobs is at its cap: one of theirs ending tries again
             try:
                 self._tickets_out.send(ticket(job.id, job.kind, self._token(job.request.source), job.request))
             except (BlockingIOError, OSError):
                 return  # the socket is full (or closing): the next done or submit tries again
-            self._waiting.popleft().state = "ticketed"
+            self._waiting.ticketed(job)
+            job.state = "ticketed"
             self._out += 1
 
     def _token(self, source: str) -> int:
@@ -270,6 +281,7 @@ class SandboxPool(SparesMixin, WatchMixin):
                 return  # already ended (a done racing a failure)
             if job.state == "ticketed":
                 self._out -= 1
+                self._waiting.ended(job)
         try:
             job.done(result)
         except Exception:

@@ -79,8 +79,8 @@ class Sandbox:
 
     def check_syntax(self, source: str) -> SyntaxProblem | None:
         """Parse ``source`` as a module without running it."""
-        result = self._execute(source, {"mode": "check", "logBytes": 0}, CHECK_LIMITS,
-                               Bridge(NullCapabilities(), CHECK_LIMITS, frozenset()))
+        result, _ = self._execute(source, {"mode": "check", "logBytes": 0}, CHECK_LIMITS,
+                                  Bridge(NullCapabilities(), CHECK_LIMITS, frozenset()))
         if result.status == "succeeded":
             return None
         return SyntaxProblem(result.error or "invalid script", result.error_line or 1,
@@ -88,14 +88,25 @@ class Sandbox:
 
     def execute(self, request: RunRequest, caps: Capabilities) -> RunResult:
         """Run the request's script on its event; never raises for the script's sake."""
+        return self.execute_telling(request, caps)[0]
+
+    def execute_telling(self, request: RunRequest, caps: Capabilities) -> tuple[RunResult, bool]:
+        """``execute``, and whether the run was cut off inside the guest's own code (its deadline's
+        interrupt, or its memory): a pool worker makes way for a fresh process after such a run.
+
+        A run the host stopped at one of its own calls (a fetch past the deadline, a promise that can
+        no longer settle) interrupted nothing: its worker goes on, so that runs waiting on the network
+        until their deadline do not cost a process start each."""
         job = {"mode": "run", "event": request.event, "logBytes": request.limits.log_bytes}
-        return self._execute(request.source, job, request.limits, Bridge(caps, request.limits, request.may))
+        result, io = self._execute(request.source, job, request.limits, Bridge(caps, request.limits, request.may))
+        cut_off = result.status == "memory_exceeded" or (result.status == "timed_out" and not io.stopped_at_call)
+        return result, cut_off
 
     def run(self, source: str, event: dict, limits: Limits, caps: Capabilities) -> RunResult:
         """``execute`` of the request these make (every capability allowed)."""
         return self.execute(RunRequest(source, event, limits), caps)
 
-    def _execute(self, source: str, job: dict, limits: Limits, bridge: Bridge) -> RunResult:
+    def _execute(self, source: str, job: dict, limits: Limits, bridge: Bridge) -> tuple[RunResult, _wasi.RunIO]:
         if self._closed:
             raise RuntimeError("sandbox is closed")
         started, cpu_started = time.monotonic(), time.thread_time()
@@ -117,7 +128,7 @@ class Sandbox:
                 memory_used = store.memory_size()
                 store.close()
         outcome = _outcome(io, trap, memory_used - shared.image_memory, limits, started)
-        return with_effects(outcome, bridge, int((time.thread_time() - cpu_started) * 1000))
+        return with_effects(outcome, bridge, int((time.thread_time() - cpu_started) * 1000)), io
 
     def _enter(self, store: _native.RunStore, io: _wasi.RunIO, job: bytes, script: bytes,
                limits: Limits) -> BaseException | None:

@@ -16,7 +16,9 @@ from almanac import __version__
 from almanac.settings import Settings, get_settings
 from almanac.web import docs, errors, openapi, ops
 from almanac.web.bodylimit import BodyLimit
+from almanac.web.api import scripts as scripts_api
 from almanac.web.fastput import FastPut
+from almanac.web.run_now import RefuseFlood
 from almanac.web.token_cache import TokenCache
 from almanac.worker import Services, build_services
 import almanac.web.api as api_package
@@ -62,6 +64,8 @@ def create_app(
     # Added first, so it runs inside BodyLimit (bodies already limited): serves the common single PUT
     # of a job without FastAPI's dependency solving and routing; all else passes through.
     app.add_middleware(FastPut)
+    # Inside BodyLimit too: a tenant's run-now calls past its waiting bound are refused before routing.
+    app.add_middleware(RefuseFlood, role=scripts_api.router.role_gate[1])  # type: ignore[attr-defined]
     app.add_middleware(BodyLimit)  # 413 for bodies over 1 MiB, before they are read whole
     docs.install(app, settings.guide_dir)  # /docs and /redoc from packaged assets (no CDN), /guide
     # Everything that serves a request reads its services here (dependencies, the session middleware,

@@ -142,3 +142,33 @@ def test_run_now_is_declared_with_its_429s(app: Any) -> None:
     operation = app.openapi()["paths"]["/api/v1/scripts/{script_id}/run"]["post"]
     declared = operation["responses"]["429"]
     assert "rate_limited" in declared["description"] and "Retry-After" in declared.get("headers", {})
+
+
+def test_a_run_now_past_the_bound_is_refused_before_the_app_routes_it(api: Any, services: Any, monkeypatch: Any) -> None:
+    """A flood of refused run-now calls costs the server as little as the refusal: it never reaches
+    the route (its dependencies, its body parsing), so the event loop stays free for everyone else."""
+    from almanac.web.api import scripts
+
+    admin, viewer_of_other = api("admin"), api("viewer")
+    sid = _script(admin)
+    reached: list[int] = []
+    real = scripts.run_now.run_and_wait
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        reached.append(1)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(scripts.run_now, "run_and_wait", counted)
+    assert admin.post(f"/api/v1/scripts/{sid}/run", json={"payload": 1}).status_code == 200  # fills the token cache
+    places = [services.admission.hold(admin.tenant, 60_000) for _ in range(services.admission.waiting_max)]
+    reached.clear()
+    refused = admin.post(f"/api/v1/scripts/{sid}/run", json={"payload": 2})
+    assert refused.status_code == 429 and refused.json()["error"]["code"] == "rate_limited", refused.text
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60 and reached == []
+    # What the route answers first still comes first: a malformed body, an id that names nothing, a role.
+    assert admin.post(f"/api/v1/scripts/{sid}/run", json={"payload": 1, "x": 2}).status_code == 422
+    assert admin.post("/api/v1/scripts/99999999999999999999999/run", json={}).status_code == 404
+    assert viewer_of_other.post(f"/api/v1/scripts/{sid}/run", json={}).status_code == 403
+    for place in places:
+        services.admission.leave(admin.tenant, place)
+    assert admin.post(f"/api/v1/scripts/{sid}/run", json={"payload": 3}).status_code == 200

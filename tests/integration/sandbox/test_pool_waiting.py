@@ -76,3 +76,56 @@ def test_spares_leave_once_the_wait_is_over(sandbox_image_cache):
                 break
             time.sleep(0.1)
         assert len(pool.worker_pids()) == 1
+
+
+def test_one_owners_runs_waiting_on_the_network_leave_the_other_owners_a_worker(sandbox_image_cache):
+    release = threading.Event()
+    reached = []
+
+    def hang(url, method, headers, body, deadline):
+        reached.append(url)
+        release.wait()
+        raise CapabilityError("fetch https://slow.example/: no answer")
+
+    # One worker and three spares: four processes, of which one owner's runs may hold two.
+    with SandboxPool(workers=1, cache_dir=sandbox_image_cache, spares=3) as pool:
+        hung = []
+        try:
+            for _ in range(8):
+                pool.submit(RunRequest(HANGING, {}, Limits(timeout_ms=30_000)), InMemoryCapabilities(fetcher=hang),
+                            hung.append, owner="a")
+            for _ in range(600):  # waiting for them to reach the network, not timing it
+                if len(reached) >= 2:
+                    break
+                time.sleep(0.05)
+            time.sleep(0.5)  # and whatever more of the pool they could take
+            other = threading.Event()
+            results = []
+            pool.submit(RunRequest(QUICK, {"n": 4}, Limits()), InMemoryCapabilities(),
+                        lambda r: (results.append(r), other.set()), owner="b")
+            assert other.wait(60), "the other owner's run waited for the first owner's waits to end"
+            assert results[0].output == 8 and hung == []
+            assert len(reached) == 2  # the rest of the first owner's runs wait in the pool, not started
+        finally:
+            release.set()
+
+
+def test_a_run_stopped_at_its_deadline_while_it_waits_keeps_its_worker(sandbox_image_cache):
+    def slow(url, method, headers, body, deadline):
+        time.sleep(max(0.0, deadline - time.monotonic()) + 0.2)  # answers only after the run's deadline
+        return {"status": 200, "statusText": "", "url": url, "headers": [], "body": ""}
+
+    with SandboxPool(workers=1, cache_dir=sandbox_image_cache, spares=0) as pool:
+        before = pool.worker_pids()
+        waited = pool.execute(RunRequest(HANGING, {}, Limits(timeout_ms=300)), InMemoryCapabilities(fetcher=slow))
+        assert waited.status == "timed_out", waited
+        assert pool.run(QUICK, {"n": 1}, Limits(), InMemoryCapabilities()).output == 2
+        # Stopped by the host at its call, nothing of the guest was cut off: no new process for it.
+        assert pool.worker_pids() == before and pool.worker_counts()["recycled"] == 0
+        busy = pool.run("export default () => { for (;;) {} }", {}, Limits(timeout_ms=200), InMemoryCapabilities())
+        assert busy.status == "timed_out"
+        for _ in range(300):  # a loop cut off by its deadline's interrupt: its worker makes way for a fresh one
+            if pool.worker_counts()["recycled"] == 1:
+                break
+            time.sleep(0.1)
+        assert pool.worker_counts()["recycled"] == 1
