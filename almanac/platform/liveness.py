@@ -42,7 +42,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import IO, Any, cast
 
-from sqlalchemy import Table, bindparam, create_engine, delete, select, text, update
+from sqlalchemy import Table, bindparam, create_engine, delete, func, select, text, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.pool import NullPool
@@ -51,6 +51,7 @@ from almanac.db import TENANT_SCHEMA, Database, schema_for
 from almanac.platform.clock import Clock
 from almanac.platform.coordination_models import TimerLease, WorkerHeartbeat
 from almanac.platform.models import RUNNING, Occurrence, Run
+from almanac.platform.notify import CHANNEL
 
 log = logging.getLogger("almanac.liveness")
 
@@ -58,7 +59,11 @@ TAG_LEN = 8
 OWNER_SHAPE = ":t[0-7][0-9a-f]{7}$"  # a `worker_heartbeats.owner` made by `owner_of` (a regular expression)
 LOCK_SPACE = 0x616C6D61  # "alma": the first key of every process's advisory lock
 BEAT_S = 0.25
-GRACE_S = 1.0
+# How long a process's lock stays missing before it is reaped: a session ends with its process at
+# once, so this covers only a live process's liveness connection lost and made again (a wait of
+# `RETRY_S` and a connect to a server that is up). A stopped or slow process keeps its session.
+GRACE_S = 0.5
+RETRY_S = 0.1
 # After this process's own connection was lost and made again, it reaps no one for this long: what
 # cut it off (a database restart, a failover, the network) most likely cut the others off too, and
 # they may take longer than the grace to reconnect. A process that died meanwhile is reaped after it.
@@ -83,6 +88,12 @@ def owner_of(tag: str) -> str:
     The `t` tells it from an older version's row, which ends in a random id and holds no lock."""
     return f"{socket.gethostname()[:60]}:{os.getpid()}:t{tag}"
 
+
+# The wake-up a reaping sends every process with its commit (NOTIFY; never a tenant's slug, which has
+# no `*`): the others' timers claim the reaped runs at their next pass even with no room left, rather
+# than once the runs they hold have drained.
+TAKEN_OVER = "*taken-over"
+_TAKEN_OVER = select(func.pg_notify(CHANNEL, TAKEN_OVER))
 
 # The running attempts of a tag, in one tenant: found by their run rows (`ix_runs_status_id`), and
 # only those whose lease has not ended already (those are due, and recovered, anyway). They were
@@ -182,7 +193,7 @@ class Liveness:
                 self.alive.clear()
                 log.warning("liveness.connection_lost", extra={"event": "liveness.connection_lost",
                                                                "error": type(exc).__name__}, exc_info=True)
-                self._stop.wait(min(self.beat_s, 0.2))
+                self._stop.wait(min(self.beat_s, RETRY_S))
 
     def _safely(self, step: Callable[[], Any]) -> None:
         try:
@@ -248,6 +259,8 @@ class Liveness:
                 return False  # another process reaped it
             conn.execute(update(L).where(L.c.owner == owner).values(owner=None, token=None, expires_at=None))
             touched = reap(conn, self.list_tenants(), tag, now)
+            if touched:
+                conn.execute(_TAKEN_OVER)  # delivered with the commit, to this process's listener too
         self._reaped(tag, touched)
         return True
 

@@ -57,6 +57,7 @@ from almanac.platform.across import array_literal, plan_for_key_lookups
 from almanac.platform.coordination_models import DueEntry
 from almanac.platform.sql import statement
 from almanac.platform.lanes import LANE_OF, Lanes
+from almanac.platform.liveness import AHEAD
 from almanac.platform.models import Occurrence
 from almanac.platform.store import Claim
 from almanac.platform.store_claim_batch import DUE_COLUMNS
@@ -136,6 +137,10 @@ def fair_chunk(limit: int, share: float) -> int:
 
 
 NO_PREFERENCE = "{}"  # `preferred(())`: no tenant's rows before the others'
+# Rows due this long ago or more come before every round: a dead process's runs in flight, made due
+# `liveness.AHEAD` early when it was reaped (they were started once already), and work left by an
+# outage this long.
+TAKEN_OVER_BEFORE = AHEAD / 2
 
 
 def preferred(prefer: Collection[str]) -> str:
@@ -144,13 +149,29 @@ def preferred(prefer: Collection[str]) -> str:
     return array_literal(sorted(prefer), "varchar")
 
 
+@dataclass(frozen=True)
+class PickOrder:
+    """How a pass orders the due rows within each round of its round robin, after the rows taken over.
+
+    `mine` (`preferred`): these tenants' rows first; `served` (`preferred`): these tenants' rows
+    last (a process's passes go round its tenants: those it served lately wait for the others);
+    `chunk`: rows of a tenant per round (None: `fair_chunk` of the pass).
+    """
+
+    mine: str = NO_PREFERENCE
+    served: str = NO_PREFERENCE
+    chunk: int | None = None
+
+
 def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN,
-                    mine: str = NO_PREFERENCE) -> dict[str, Any]:
-    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant, within each
-    round the rows of the tenants in `mine` (`preferred`) first; `seed` (0 to 2**63 - 1) varies the
-    round robin's tie order."""
-    return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
-            "limit": limit, "seed": seed, "cap": cap, "mine": mine}
+                    mine: str = NO_PREFERENCE, order: PickOrder | None = None) -> dict[str, Any]:
+    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant: the rows taken
+    over first, then round by round, within each the rows of the tenants in `mine` (`preferred`)
+    first and those in `order.served` last; `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
+    order = order or PickOrder(mine=mine)
+    chunk = order.chunk or fair_chunk(limit, share)
+    return {"now": now, "scan": SCAN, "chunk": chunk, "want": WANT_FACTOR * limit, "limit": limit, "seed": seed,
+            "cap": cap, "mine": order.mine, "served": order.served, "taken": now - TAKEN_OVER_BEFORE}
 
 
 class DueMixin:
@@ -231,11 +252,12 @@ class DueMixin:
         log_fenced(items, applied)  # the per-tenant part refuses a lapsed attempt without a rollback
         return applied
 
-    def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,
-                     tenant_exists: Any = None, prefer: Collection[str] = ()) -> CrossBatch:
+    def claim_across(self, now: datetime, limit: int, *, share: float = 0.5, tenant_exists: Any = None,
+                     prefer: Collection[str] = (), served: Collection[str] = (), chunk: int | None = None) -> CrossBatch:
         """Claim up to `limit` due occurrences of any tenants, fairly between them: one transaction,
         or with lanes (`lanes`) one per lane visited. Within each round of the round robin, the rows
-        of the tenants in `prefer` (the process's timer leases) come before the other tenants'.
+        of the tenants in `prefer` (the process's timer leases) come before the other tenants', and
+        those of the tenants in `served` after them (`PickOrder`); `chunk`: rows of a tenant a round.
 
         Each tenant's part runs straight in the transaction (a savepoint each cost two round
         trips per tenant, as much as its claim's reads); should any part fail, all of it is
@@ -244,7 +266,8 @@ class DueMixin:
         part failed, so that the index rows of a tenant that is gone are dropped rather than
         retried forever.
         """
-        lanes, first = self.lanes, preferred(prefer)
+        lanes = self.lanes
+        first = PickOrder(preferred(prefer), preferred(served) if served else NO_PREFERENCE, chunk)
         if not lanes:
             return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists, first)
         out = CrossBatch([], 0, False)
@@ -273,7 +296,7 @@ class DueMixin:
                     again.append(lane)
                     continue
                 before = out.picked
-                visit(lane, limit - out.picked, fair_chunk(limit, share))
+                visit(lane, limit - out.picked, chunk or fair_chunk(limit, share))
                 if out.picked > before:
                     again.append(lane)
         for lane in again:
@@ -289,9 +312,9 @@ class DueMixin:
         return out
 
     def _claim_on(self, engine: Any, lane: tuple[int, int, int] | None, now: datetime, limit: int, share: float,
-                  tenant_exists: Any, mine: str) -> CrossBatch:
+                  tenant_exists: Any, mine: PickOrder) -> CrossBatch:
         """`claim_across` on one engine's connection; `lane`: (lane, lanes, most rows of a tenant);
-        `mine`: the preferred tenants (`preferred`)."""
+        `mine`: the pick's order (`PickOrder`)."""
         try:
             return self._claim_pass(now, limit, share, None, engine, lane, mine)
         except Exception:
@@ -299,7 +322,7 @@ class DueMixin:
         return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True), engine, lane, mine)
 
     def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any, engine: Any = None,
-                    lane: tuple[int, int, int] | None = None, mine: str = NO_PREFERENCE) -> CrossBatch:
+                    lane: tuple[int, int, int] | None = None, mine: PickOrder | None = None) -> CrossBatch:
         """One claim transaction on `engine`'s connection (the process's pool by default); `tenant_exists`
         None: optimistic (any failure raises, all rolled back). `lane`: (lane, lanes, most rows of a tenant).
 
@@ -311,10 +334,10 @@ class DueMixin:
         began = time.monotonic()
         with (engine or self.db.engine).connect() as conn, conn.begin():
             if lane is None:
-                params = pick_parameters(now, limit, share, secrets.randbits(63), mine=mine)
+                params = pick_parameters(now, limit, share, secrets.randbits(63), order=mine)
                 picked = conn.execute(_PICK, params).all()
             else:
-                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2], mine=mine)
+                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2], order=mine)
                 picked = conn.execute(_PICK_LANE, {**params, "lane": lane[0], "lanes": lane[1]}).all()
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:

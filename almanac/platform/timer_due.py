@@ -18,11 +18,12 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 from typing import Any
 
 from almanac.platform import policies
+from almanac.platform.liveness import TAKEN_OVER
 from almanac.platform.store_due import CrossBatch
 from almanac.platform.timer import Scheduler
 
@@ -46,6 +47,11 @@ CLAIMERS = 2
 # empty picks in half a second, each ranking the rows still due (~12 ms of PostgreSQL a pick) while the
 # last claims and records waited for a core. A claim that rolls back leaves its rows due: they wait this long.
 LOCKED_OUT_WAIT_S = 0.05
+# Rows of a tenant per round of a pass's round robin. With one, a process's passes go round every
+# tenant with due work a row at a time (`next_served`), so in a burst a tenant's k-th run starts
+# about when every other's does, whichever processes claim them; in chunks of a few rows a pass
+# served a couple of tenants, and a tenant's place in the burst came down to which passes drew it.
+PASS_CHUNK = 1
 
 
 def held_claims(avg_run_s: float | None, parallel: int, run_limit: int, ends_per_s: float | None = None) -> int:
@@ -104,6 +110,17 @@ class EndRate:
         return (self._runs - self._records[0][1]) / span if span >= self.MIN_SPAN_S else None
 
 
+def next_served(served: set[str], claimed: Collection[str]) -> set[str]:
+    """The tenants a process has served in the current turn of its passes, after a pass that claimed
+    for `claimed`: its next passes take the others' rows first (`PickOrder.served`).
+
+    A pass takes a row of every tenant not served yet before another row of one served: a tenant of
+    `claimed` served already means no other was left, so a new turn begins, with those tenants.
+    """
+    again = served.intersection(claimed)
+    return again if again else served.union(claimed)
+
+
 def next_look(batch: CrossBatch, now: datetime, idle: timedelta) -> tuple[datetime, bool]:
     """After a pass that claimed `batch`: when to look at the index again,
     and whether a wake-up (a NOTIFY, a run that ended) may bring that look forward.
@@ -144,11 +161,13 @@ class CrossTenantScheduler(Scheduler):
         self.tenant_exists = tenant_exists
         self.claim_ahead = claim_ahead  # claims held per run slot; None: `held_claims(...)` of the runs' average time
         self._woken = False
+        self._taken_over = False  # a dead process's runs were made due: the next pass claims without room
         self._room_wanted = False  # a pass found no room: a run that ends wakes the loop
         self._renewer: threading.Thread | None = None
         # Lease ends as last renewed, by (tenant, run id); a claim not in it holds its claimed one.
         self._held_until: dict[tuple[str, int], datetime] = {}
         self._end_rate = EndRate()  # what this process really runs a second: how much it holds (`held_claims`)
+        self._served: set[str] = set()  # the tenants served in the current turn of this process's passes
 
     def start(self) -> None:
         """The timer, the recorder, and a thread of its own renewing leases.
@@ -208,8 +227,9 @@ class CrossTenantScheduler(Scheduler):
         return held_claims(self._avg_run_s, self.parallel, self.run_limit, self._end_rate.per_s())
 
     def wake(self, tenant: str) -> None:
-        """Something changed (a schedule, a job, a finished run): look at the index now."""
+        """Something changed (a schedule, a job, a finished run, a dead process reaped): look at the index now."""
         with self._cond:
+            self._taken_over = self._taken_over or tenant == TAKEN_OVER
             self._woken = True
             self._cond.notify_all()
 
@@ -330,17 +350,21 @@ class CrossTenantScheduler(Scheduler):
         """Claim what is due across tenants, within the free room; when to look again (`next_look`)."""
         with self._cond:
             # Each claimer takes its part of the room, so that the others have some to claim at once.
-            free = min(cross_room(self.capacity, self._inflight, self._unrecorded),
-                       -(-self.capacity // self.claimers))
+            part = -(-self.capacity // self.claimers)
+            free = min(cross_room(self.capacity, self._inflight, self._unrecorded), part)
+            if self._taken_over:  # they come first in the pick (`liveness.AHEAD`) and were started once already
+                self._taken_over, free = False, part
             if free <= 0:
                 self._room_wanted = True
                 return now + self.idle, True
             self._inflight += free  # reserved while the claim runs
+            served = set(self._served)
         try:
             # No tenant first for being this process's (its timer leases): every process claims in the
             # round robin's one order, so a tenant's place in a burst does not depend on whether the
             # process holding its lease is busy, or dead (its leases move only once they lapse).
-            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists)
+            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists,
+                                            served=served, chunk=PASS_CHUNK)
         finally:
             with self._cond:
                 self._inflight -= free
@@ -349,11 +373,15 @@ class CrossTenantScheduler(Scheduler):
         for claim in batch.claims:
             by_tenant.setdefault(claim.tenant, []).append(claim)
         with self._cond:
+            self._served = next_served(self._served, by_tenant)
             self._inflight += len(batch.claims)
             for tenant, claims in by_tenant.items():
                 self._unfinished_by[tenant] += len(claims)
                 self._held_by[tenant] += len(claims)
-                self._fair.add(tenant, claims)
+                # A retry (a dead process's run taken over, most often) started once already: it
+                # goes before what this process holds, as it went first in the pick.
+                self._fair.add(tenant, [c for c in claims if c.attempt > 1], first=True)
+                self._fair.add(tenant, [c for c in claims if c.attempt <= 1])
             self._claims.update(((c.tenant, c.run_id), c) for c in batch.claims)
         self._start_queued()
         if not batch.full and batch.backlog is not None and batch.backlog != self._backlogs:

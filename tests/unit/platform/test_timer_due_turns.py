@@ -1,0 +1,100 @@
+"""A process's claim passes go round the tenants with due work, and take a dead process's runs first.
+
+In a burst each pass of the cross-tenant timer ranks the due rows afresh: without a memory of
+whom it served, a pass drew its tenants at random and in chunks of several rows, so a tenant's
+place in the burst came down to the draws (tenants' median start lags 11 s apart over 100 tenants
+on 3 workers). A pass now puts last the tenants its process served in the current turn.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from almanac.platform import slots
+from almanac.platform.clock import SystemClock
+from almanac.platform.liveness import TAKEN_OVER
+from almanac.platform.runner import FunctionRunner
+from almanac.platform.store_due import CrossBatch
+from almanac.platform.timer_due import PASS_CHUNK, CrossTenantScheduler, next_served
+
+
+def test_a_turn_grows_with_every_pass_until_a_pass_serves_a_tenant_twice() -> None:
+    served = next_served(set(), ["a", "b"])
+    assert served == {"a", "b"}
+    served = next_served(served, ["c", "d"])  # no tenant twice: the turn goes on
+    assert served == {"a", "b", "c", "d"}
+    # A tenant served already: no other was left, so a new turn begins with the ones served twice.
+    assert next_served(served, ["e", "b", "c"]) == {"b", "c"}
+    assert next_served(served, []) == served  # nothing claimed says nothing
+
+
+class Asked:
+    """A store that records what each cross-tenant pass asked for, and finds nothing due."""
+
+    def __init__(self, claims: list[Any] | None = None) -> None:
+        self.asked: list[dict[str, Any]] = []
+        self.claims = claims or []
+
+    def claim_across(self, now: datetime, limit: int, **kwargs: Any) -> CrossBatch:
+        self.asked.append({"limit": limit, **kwargs})
+        claims, self.claims = self.claims, []
+        return CrossBatch(claims, len(claims), False, [], None, {})
+
+
+class Claimed:
+    def __init__(self, tenant: str, run_id: int, attempt: int = 1) -> None:
+        self.tenant, self.run_id, self.attempt, self.occurrence_id = tenant, run_id, attempt, run_id
+
+
+def _timer(store: Any) -> CrossTenantScheduler:
+    return CrossTenantScheduler(store, FunctionRunner(lambda *a: None), SystemClock(), lambda: [], workers=4)
+
+
+def test_the_timer_s_passes_put_the_tenants_it_served_in_this_turn_last_a_row_a_round() -> None:
+    store = Asked([Claimed("a", 1), Claimed("b", 2)])
+    timer = _timer(store)
+    with timer._cond:  # nothing starts: the passes are what this test reads
+        timer._running = 10**6
+    timer._pass(datetime.now(timezone.utc))
+    with timer._cond:  # the runs out and waiting are not this test's
+        timer._inflight = 0
+    timer._pass(datetime.now(timezone.utc))
+    assert [set(a["served"]) for a in store.asked] == [set(), {"a", "b"}]
+    assert {a["chunk"] for a in store.asked} == {PASS_CHUNK} == {1}
+
+
+def test_a_dead_process_reaped_lets_the_next_pass_claim_though_the_process_has_no_room() -> None:
+    store = Asked()
+    timer = _timer(store)
+    with timer._cond:
+        timer._inflight = timer.capacity  # full: a pass would wait for room
+    timer._pass(datetime.now(timezone.utc))
+    assert store.asked == []
+    timer.wake(TAKEN_OVER)  # the NOTIFY of a reaping (`liveness`)
+    timer._pass(datetime.now(timezone.utc))
+    assert len(store.asked) == 1 and store.asked[0]["limit"] >= 1
+    timer._pass(datetime.now(timezone.utc))  # once only: then room as before
+    assert len(store.asked) == 1
+
+
+def test_a_retried_attempt_goes_before_what_its_process_holds() -> None:
+    store = Asked([Claimed("a", 1), Claimed("b", 2), Claimed("b", 3)])
+    timer = _timer(store)
+    with timer._cond:  # nothing starts: the queue is what this test reads
+        timer._running = 10**6
+    timer._pass(datetime.now(timezone.utc))
+    store.claims = [Claimed("c", 4), Claimed("b", 5, attempt=2)]
+    with timer._cond:
+        timer._inflight = 0
+    timer._pass(datetime.now(timezone.utc))
+    first = timer._fair.pop(10**6, lone=True)
+    assert first is not None and (first[0], first[1].run_id) == ("b", 5)
+
+
+def test_a_fair_queue_puts_items_first_and_their_tenant_next_in_turn() -> None:
+    queue: slots.FairQueue[int] = slots.FairQueue(1.0)
+    queue.add("a", [1, 2])
+    queue.add("b", [3])
+    queue.add("b", [4, 5], first=True)
+    assert [queue.pop(100) for _ in range(5)] == [("b", 4), ("a", 1), ("b", 5), ("a", 2), ("b", 3)]
