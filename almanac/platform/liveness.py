@@ -47,7 +47,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.pool import NullPool
 
-from almanac.db import TENANT_SCHEMA, Database, schema_for
+from almanac.db import Database
+from almanac.platform.across import chunks, schema_quoter
 from almanac.platform.clock import Clock
 from almanac.platform.coordination_models import TimerLease, WorkerHeartbeat
 from almanac.platform.models import RUNNING, Occurrence, Run
@@ -114,24 +115,37 @@ def reap(conn: Connection | None, slugs: Iterable[str], tag: str, now: datetime,
     """End the leases of the running attempts claimed under `tag` at `now` and make them due (`_REAP`), in
     every tenant; the tenants that had some.
 
-    PostgreSQL: on `conn`, in its transaction, a tenant's schema mapped in turn. SQLite
-    (`sqlite_db`): a transaction per tenant file, `conn` unused.
+    PostgreSQL: on `conn`, in its transaction, one statement for up to `across.TENANTS_PER_STATEMENT`
+    tenants (`_reap_statement`): a statement a tenant was a round trip each, most of a second over
+    100 tenants on a busy server, while the dead process's runs waited. SQLite (`sqlite_db`): a
+    transaction per tenant file, `conn` unused.
     """
     if len(tag) != TAG_LEN or any(c not in "0123456789abcdef" for c in tag):
         raise ValueError("not a process tag")
     params = {"b_like": tag + "%", "b_now": now, "b_first": now - AHEAD}
     touched = []
+    if sqlite_db is None:
+        assert conn is not None
+        schema = schema_quoter(conn)
+        for part in chunks(sorted(slugs)):
+            found = conn.execute(_reap_statement([schema(slug) for slug in part]), {**params, "b_running": RUNNING})
+            touched += [part[i] for i, count in found if count]
+        return touched
     for slug in sorted(slugs):
-        if sqlite_db is not None:
-            with sqlite_db.tenant_connection(slug) as tenant_conn, tenant_conn.begin():
-                count = tenant_conn.execute(_REAP, params).rowcount
-        else:
-            assert conn is not None
-            tenant_conn = conn.execution_options(schema_translate_map={TENANT_SCHEMA: schema_for(slug)})
-            count = tenant_conn.execute(_REAP, params).rowcount
-        if count:
-            touched.append(slug)
+        with sqlite_db.tenant_connection(slug) as tenant_conn, tenant_conn.begin():
+            if tenant_conn.execute(_REAP, params).rowcount:
+                touched.append(slug)
     return touched
+
+
+def _reap_statement(schemas: list[str]) -> Any:
+    """`_REAP` in each of these (quoted) schemas, as one statement: (the schema's place, rows made due)."""
+    parts = [f"p{i} AS (UPDATE {schema}.occurrences o SET due_at = :b_first, lease_until = :b_now "
+             f"WHERE o.id IN (SELECT r.occurrence_id FROM {schema}.runs r WHERE r.status = :b_running "
+             "AND r.lease_token LIKE :b_like) AND o.status = :b_running AND o.lease_token LIKE :b_like "
+             "AND o.due_at > :b_now RETURNING 1)" for i, schema in enumerate(schemas)]
+    counts = " UNION ALL ".join(f"SELECT {i}, count(*) FROM p{i}" for i in range(len(schemas)))
+    return text(f"WITH {', '.join(parts)} {counts}")
 
 
 class Liveness:

@@ -42,7 +42,7 @@ import logging
 import secrets
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -161,6 +161,7 @@ class PickOrder:
     mine: str = NO_PREFERENCE
     served: str = NO_PREFERENCE
     chunk: int | None = None
+    fresh: bool = False  # no rows of the tenants in `served` (but those taken over)
 
 
 def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN,
@@ -171,7 +172,8 @@ def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int
     order = order or PickOrder(mine=mine)
     chunk = order.chunk or fair_chunk(limit, share)
     return {"now": now, "scan": SCAN, "chunk": chunk, "want": WANT_FACTOR * limit, "limit": limit, "seed": seed,
-            "cap": cap, "mine": order.mine, "served": order.served, "taken": now - TAKEN_OVER_BEFORE}
+            "cap": cap, "mine": order.mine, "served": order.served, "fresh": order.fresh,
+            "taken": now - TAKEN_OVER_BEFORE}
 
 
 class DueMixin:
@@ -273,9 +275,9 @@ class DueMixin:
         out = CrossBatch([], 0, False)
         recorded: Counter[str] = Counter()
 
-        def visit(lane: int, quota: int, cap: int) -> None:
+        def visit(lane: int, quota: int, cap: int, order: PickOrder = first) -> None:
             batch = self._claim_on(lanes.engines[lane], (lane, len(lanes), cap), now, quota, share, tenant_exists,
-                                   first)
+                                   order)
             for claim in batch.claims:
                 lanes.note(claim.tenant, lane)
             out.claims.extend(batch.claims)
@@ -286,19 +288,27 @@ class DueMixin:
         # First round: every lane in turn, no tenant above its round-robin chunk (a tenant with one due
         # occurrence is claimed in this pass whatever another lane's tenants have queued); a lane another
         # thread holds is left for the second. Second round: the rest of the pass, from the lanes that gave.
-        again: list[int] = []
-        for lane in lanes.rotation():
-            if out.picked >= limit:
-                lanes.resume_at(lane)  # not reached: the next pass starts here
+        # With `served`, the first round takes only the other tenants' rows (`PickOrder.fresh`), of every
+        # lane before any served tenant's, and all of them once none is left (a new turn).
+        # The next pass starts at the lane after this one's first (`rotation`), wherever this one stopped:
+        # started where it stopped, passes that span a lane and a bit went first in every other lane,
+        # and the tenants of the lanes between had only what was left of the passes.
+        again: dict[int, None] = {}
+        rounds = [replace(first, fresh=True), first] if served else [first]
+        for order in rounds:
+            for lane in lanes.rotation():
+                if out.picked >= limit:
+                    break
+                with lanes.held(lane, wait=False) as mine:
+                    if not mine:
+                        again[lane] = None
+                        continue
+                    before = out.picked
+                    visit(lane, limit - out.picked, chunk or fair_chunk(limit, share), order)
+                    if out.picked > before:
+                        again[lane] = None
+            if out.picked:
                 break
-            with lanes.held(lane, wait=False) as mine:
-                if not mine:
-                    again.append(lane)
-                    continue
-                before = out.picked
-                visit(lane, limit - out.picked, chunk or fair_chunk(limit, share))
-                if out.picked > before:
-                    again.append(lane)
         for lane in again:
             if out.picked >= limit:
                 break

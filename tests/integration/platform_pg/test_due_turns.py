@@ -68,3 +68,24 @@ def test_a_dead_process_s_runs_in_flight_come_before_every_round_and_every_tenan
     with database.engine.connect() as conn:
         due = conn.execute(text("SELECT count(*) FROM due_index WHERE due_at <= :at"), {"at": later}).scalar()
     assert due == 6  # the busy tenant's, for the next passes
+
+
+def test_a_process_with_lanes_goes_round_the_tenants_of_every_lane_alike(
+        laned: Database, make_tenant: Callable[..., str], now: datetime) -> None:
+    """A pass takes a lane's tenants a row each, then what is left of it from the next lane. Started
+    where the last pass stopped, passes went first in every other lane, and the tenants of the
+    lanes between had only the passes' remains."""
+    tenants = [make_tenant(f"lane-turn-{i}") for i in range(16)]
+    for slug in tenants:
+        _jobs(laned, slug, _script(laned, slug, now), now, 12)
+    process = SqlStore(laned, EveryRules())
+    lanes = process.lanes
+    assert lanes is not None
+    biggest = max(Counter(lanes.of(tenants).values()).values())
+    served: set[str] = set()
+    seen: Counter[str] = Counter()
+    for _ in range(12):  # passes of a lane and a half: the case that alternated
+        batch = process.claim_across(now, biggest + biggest // 2 + 1, served=served, chunk=PASS_CHUNK)
+        served = next_served(served, {c.tenant for c in batch.claims})
+        seen.update(c.tenant for c in batch.claims)
+        assert max(seen[t] for t in tenants) - min(seen[t] for t in tenants) <= 2, (seen, lanes.of(tenants))

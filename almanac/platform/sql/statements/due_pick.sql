@@ -4,6 +4,7 @@
 -- and within each round the rows of the tenants in :mine (the process's, `prefer`) before the others',
 -- those in :served (the tenants the process served lately) after them. Before every round, the rows
 -- due before :taken: a dead process's runs in flight (made due a day early when it was reaped).
+-- With :fresh, the served tenants' rows are left out (but those taken over).
 -- the outer query locks what it can of them (rows another process holds are skipped, not waited for).
 -- Tenants due at the same time are ordered by a hash seeded per pass: no tenant is always first
 -- when a round is cut short, and processes claiming at once mostly reach for different rows.
@@ -26,6 +27,7 @@ WITH due AS (
            CASE WHEN tenant_slug = ANY(CAST(:mine AS varchar[])) THEN 0
                 WHEN tenant_slug = ANY(CAST(:served AS varchar[])) THEN 2 ELSE 1 END AS place
     FROM ranked WHERE rn <= :cap
+      AND NOT (:fresh AND due_at >= :taken AND tenant_slug = ANY(CAST(:served AS varchar[])))
     ORDER BY new, (rn - 1) / :chunk, place, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
 )
 SELECT d.tenant_slug, d.occurrence_id FROM due_index d
