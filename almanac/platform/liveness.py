@@ -21,8 +21,9 @@ here, so waiting is not dying (SPEC section 11).
   file another process can lock belongs to a process that is gone. Looked at when the
   process starts and every `beat_s`: a process that starts again recovers what it held.
 
-Reaping ends the dead process's running attempts' leases now and makes them due (`_REAP`): the
-next claim pass of any process recovers them as lapsed (`ClaimMixin._recover`: failed, and
+Reaping ends the dead process's running attempts' leases now and makes them due (`_REAP`), and
+wakes every process (`TAKEN_OVER`, a NOTIFY with the commit): the next claim pass of any process,
+room or not, takes them first and recovers them as lapsed (`ClaimMixin._recover`: failed, and
 retried if attempts remain) and clears their token, so a process that was only stopped can
 never finish them (its record is fenced by the token). A stopped (SIGSTOP) process keeps its
 session: its runs wait for their leases, which stay the last resort.

@@ -18,8 +18,9 @@ to one connection of each process, for warm caches, never to a process.
 
 No tenant is visited unless it has due work, so idle tenants cost nothing per pass, and
 nothing ties a tenant to a process: when a process dies, its due work is claimed by the
-others at their next pass; only its running attempts wait for their own leases (their
-`due_at` is the lease end, so they come back through the index when it lapses).
+others at their next pass; its running attempts come back once it is seen dead
+(`liveness`: made due a day early, they come before every round of the pick), or through the
+index when their leases lapse (their `due_at` is the lease end), the last resort.
 
 Affinity (`prefer`), an option the timer does not use: within each round of the round robin
 below, a pass may order the due rows of some tenants (a process's timer leases) before the
@@ -27,7 +28,8 @@ others'. It kept a tenant's tables warm in its holder's backends, but it decided
 burst each process served its own tenants first in every round, so the tenants of a busy process,
 or of one that died (its leases move only when they lapse), came last in every round (decision
 0172). Every process now claims in the round robin's one order, its ties broken at random per pass;
-the lanes keep each tenant on one connection of each process.
+the lanes keep each tenant on one connection of each process. The timer's passes put last, within
+each round, the tenants their process served in its current turn (`PickOrder.served`, decision 0246).
 
 Fairness between tenants (SPEC section 11): the due rows are ranked within their tenant
 (priority, then due time) and taken round robin in chunks of `chunk` rows per tenant,

@@ -167,7 +167,7 @@ class CrossTenantScheduler(Scheduler):
         # Lease ends as last renewed, by (tenant, run id); a claim not in it holds its claimed one.
         self._held_until: dict[tuple[str, int], datetime] = {}
         self._end_rate = EndRate()  # what this process really runs a second: how much it holds (`held_claims`)
-        self._served: set[str] = set()  # the tenants served in the current turn of this process's passes
+        self._turn: set[str] = set()  # the tenants served in the current turn of this process's passes
 
     def start(self) -> None:
         """The timer, the recorder, and a thread of its own renewing leases.
@@ -358,7 +358,7 @@ class CrossTenantScheduler(Scheduler):
                 self._room_wanted = True
                 return now + self.idle, True
             self._inflight += free  # reserved while the claim runs
-            served = set(self._served)
+            served = set(self._turn)
         try:
             # No tenant first for being this process's (its timer leases): every process claims in the
             # round robin's one order, so a tenant's place in a burst does not depend on whether the
@@ -373,7 +373,7 @@ class CrossTenantScheduler(Scheduler):
         for claim in batch.claims:
             by_tenant.setdefault(claim.tenant, []).append(claim)
         with self._cond:
-            self._served = next_served(self._served, by_tenant)
+            self._turn = next_served(self._turn, by_tenant)
             self._inflight += len(batch.claims)
             for tenant, claims in by_tenant.items():
                 self._unfinished_by[tenant] += len(claims)

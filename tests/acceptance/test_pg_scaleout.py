@@ -427,9 +427,9 @@ def test_a_killed_worker_s_running_attempts_start_again_on_another_worker_within
 
 def test_in_a_burst_a_killed_worker_s_runs_start_again_within_2_s_ahead_of_the_survivors_backlog(
         cluster: Any) -> None:
-    """Its runs in flight (claimed, running or held) start again on the others within 2 s at the median, though
-    both survivors are busy with a backlog: the others see its session end, are woken, claim them past their
-    room and start them before what they hold (SPEC section 11). The leases (60 s margin) play no part."""
+    """Its runs in flight (claimed, running or held) start again on the others within about 2 s at the median,
+    though both survivors are busy with a backlog: the others see its session end, are woken, claim them past
+    their room and start them before what they hold (SPEC section 11). The leases (60 s margin) play no part."""
     c = cluster(6, ALMANAC_LEASE_MARGIN_S="60", ALMANAC_SANDBOX_PROCESSES="1")
     for _ in range(3):
         c.start_worker(ready_line=True)
