@@ -374,6 +374,8 @@ class CrossTenantScheduler(Scheduler):
             by_tenant.setdefault(claim.tenant, []).append(claim)
         with self._cond:
             self._turn = next_served(self._turn, by_tenant)
+            # A full pass of retries only (the rows taken over come first): more may be left, the next takes them too.
+            self._taken_over = self._taken_over or (batch.full and all(c.attempt > 1 for c in batch.claims))
             self._inflight += len(batch.claims)
             for tenant, claims in by_tenant.items():
                 self._unfinished_by[tenant] += len(claims)

@@ -35,11 +35,12 @@ class Asked:
     def __init__(self, claims: list[Any] | None = None) -> None:
         self.asked: list[dict[str, Any]] = []
         self.claims = claims or []
+        self.full = False
 
     def claim_across(self, now: datetime, limit: int, **kwargs: Any) -> CrossBatch:
         self.asked.append({"limit": limit, **kwargs})
         claims, self.claims = self.claims, []
-        return CrossBatch(claims, len(claims), False, [], None, {})
+        return CrossBatch(claims, len(claims), self.full and bool(claims), [], None, {})
 
 
 class Claimed:
@@ -98,3 +99,26 @@ def test_a_fair_queue_puts_items_first_and_their_tenant_next_in_turn() -> None:
     queue.add("b", [3])
     queue.add("b", [4, 5], first=True)
     assert [queue.pop(100) for _ in range(5)] == [("b", 4), ("a", 1), ("b", 5), ("a", 2), ("b", 3)]
+
+
+def test_after_a_full_pass_of_retries_the_next_pass_claims_past_its_room_too() -> None:
+    store = Asked()
+    timer = _timer(store)
+
+    def full_pass() -> None:  # a process with no room, running nothing it claims
+        with timer._cond:
+            timer._running, timer._inflight = 10**6, timer.capacity
+        timer._pass(datetime.now(timezone.utc))
+
+    timer.wake(TAKEN_OVER)
+    limit = -(-timer.capacity // timer.claimers)
+    store.full = True
+    store.claims = [Claimed("a", n, attempt=2) for n in range(limit)]
+    full_pass()
+    store.claims = [Claimed("a", 100 + n, attempt=2) for n in range(limit)]
+    full_pass()  # the first was all retries and full: more of the dead process's may be due, past the room again
+    store.claims = [Claimed("a", 200, attempt=2)] + [Claimed("b", 300 + n) for n in range(limit - 1)]
+    full_pass()  # the second too
+    assert len(store.asked) == 3
+    full_pass()  # the third took a new run: nothing of the dead process's was left; no room as before
+    assert len(store.asked) == 3
