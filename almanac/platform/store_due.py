@@ -28,8 +28,7 @@ others'. It kept a tenant's tables warm in its holder's backends, but it decided
 burst each process served its own tenants first in every round, so the tenants of a busy process,
 or of one that died (its leases move only when they lapse), came last in every round (decision
 0172). Every process now claims in the round robin's one order, its ties broken at random per pass;
-the lanes keep each tenant on one connection of each process. The timer's passes put last, within
-each round, the tenants their process served in its current turn (`PickOrder.served`, decision 0246).
+the lanes keep each tenant on one connection of each process.
 
 Fairness between tenants (SPEC section 11): the due rows are ranked within their tenant
 (priority, then due time) and taken round robin in chunks of `chunk` rows per tenant,
@@ -44,7 +43,7 @@ import logging
 import secrets
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -151,31 +150,13 @@ def preferred(prefer: Collection[str]) -> str:
     return array_literal(sorted(prefer), "varchar")
 
 
-@dataclass(frozen=True)
-class PickOrder:
-    """How a pass orders the due rows within each round of its round robin, after the rows taken over.
-
-    `mine` (`preferred`): these tenants' rows first; `served` (`preferred`): these tenants' rows
-    last (a process's passes go round its tenants: those it served lately wait for the others);
-    `chunk`: rows of a tenant per round (None: `fair_chunk` of the pass).
-    """
-
-    mine: str = NO_PREFERENCE
-    served: str = NO_PREFERENCE
-    chunk: int | None = None
-    fresh: bool = False  # no rows of the tenants in `served` (but those taken over)
-
-
 def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN,
-                    mine: str = NO_PREFERENCE, order: PickOrder | None = None) -> dict[str, Any]:
+                    mine: str = NO_PREFERENCE) -> dict[str, Any]:
     """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant: the rows taken
-    over first, then round by round, within each the rows of the tenants in `mine` (`preferred`)
-    first and those in `order.served` last; `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
-    order = order or PickOrder(mine=mine)
-    chunk = order.chunk or fair_chunk(limit, share)
-    return {"now": now, "scan": SCAN, "chunk": chunk, "want": WANT_FACTOR * limit, "limit": limit, "seed": seed,
-            "cap": cap, "mine": order.mine, "served": order.served, "fresh": order.fresh,
-            "taken": now - TAKEN_OVER_BEFORE}
+    over (`TAKEN_OVER_BEFORE`) first, then round by round, within each the rows of the tenants in `mine`
+    (`preferred`) first; `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
+    return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
+            "limit": limit, "seed": seed, "cap": cap, "mine": mine, "taken": now - TAKEN_OVER_BEFORE}
 
 
 class DueMixin:
@@ -256,12 +237,11 @@ class DueMixin:
         log_fenced(items, applied)  # the per-tenant part refuses a lapsed attempt without a rollback
         return applied
 
-    def claim_across(self, now: datetime, limit: int, *, share: float = 0.5, tenant_exists: Any = None,
-                     prefer: Collection[str] = (), served: Collection[str] = (), chunk: int | None = None) -> CrossBatch:
+    def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,
+                     tenant_exists: Any = None, prefer: Collection[str] = ()) -> CrossBatch:
         """Claim up to `limit` due occurrences of any tenants, fairly between them: one transaction,
         or with lanes (`lanes`) one per lane visited. Within each round of the round robin, the rows
-        of the tenants in `prefer` (the process's timer leases) come before the other tenants', and
-        those of the tenants in `served` after them (`PickOrder`); `chunk`: rows of a tenant a round.
+        of the tenants in `prefer` (the process's timer leases) come before the other tenants'.
 
         Each tenant's part runs straight in the transaction (a savepoint each cost two round
         trips per tenant, as much as its claim's reads); should any part fail, all of it is
@@ -270,16 +250,15 @@ class DueMixin:
         part failed, so that the index rows of a tenant that is gone are dropped rather than
         retried forever.
         """
-        lanes = self.lanes
-        first = PickOrder(preferred(prefer), preferred(served) if served else NO_PREFERENCE, chunk)
+        lanes, first = self.lanes, preferred(prefer)
         if not lanes:
             return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists, first)
         out = CrossBatch([], 0, False)
         recorded: Counter[str] = Counter()
 
-        def visit(lane: int, quota: int, cap: int, order: PickOrder = first) -> None:
+        def visit(lane: int, quota: int, cap: int) -> None:
             batch = self._claim_on(lanes.engines[lane], (lane, len(lanes), cap), now, quota, share, tenant_exists,
-                                   order)
+                                   first)
             for claim in batch.claims:
                 lanes.note(claim.tenant, lane)
             out.claims.extend(batch.claims)
@@ -290,27 +269,19 @@ class DueMixin:
         # First round: every lane in turn, no tenant above its round-robin chunk (a tenant with one due
         # occurrence is claimed in this pass whatever another lane's tenants have queued); a lane another
         # thread holds is left for the second. Second round: the rest of the pass, from the lanes that gave.
-        # With `served`, the first round takes only the other tenants' rows (`PickOrder.fresh`), of every
-        # lane before any served tenant's, and all of them once none is left (a new turn).
-        # The next pass starts at the lane after this one's first (`rotation`), wherever this one stopped:
-        # started where it stopped, passes that span a lane and a bit went first in every other lane,
-        # and the tenants of the lanes between had only what was left of the passes.
-        again: dict[int, None] = {}
-        rounds = [replace(first, fresh=True), first] if served else [first]
-        for order in rounds:
-            for lane in lanes.rotation():
-                if out.picked >= limit:
-                    break
-                with lanes.held(lane, wait=False) as mine:
-                    if not mine:
-                        again[lane] = None
-                        continue
-                    before = out.picked
-                    visit(lane, limit - out.picked, chunk or fair_chunk(limit, share), order)
-                    if out.picked > before:
-                        again[lane] = None
-            if out.picked:
+        again: list[int] = []
+        for lane in lanes.rotation():
+            if out.picked >= limit:
+                lanes.resume_at(lane)  # not reached: the next pass starts here
                 break
+            with lanes.held(lane, wait=False) as mine:
+                if not mine:
+                    again.append(lane)
+                    continue
+                before = out.picked
+                visit(lane, limit - out.picked, fair_chunk(limit, share))
+                if out.picked > before:
+                    again.append(lane)
         for lane in again:
             if out.picked >= limit:
                 break
@@ -324,9 +295,9 @@ class DueMixin:
         return out
 
     def _claim_on(self, engine: Any, lane: tuple[int, int, int] | None, now: datetime, limit: int, share: float,
-                  tenant_exists: Any, mine: PickOrder) -> CrossBatch:
+                  tenant_exists: Any, mine: str) -> CrossBatch:
         """`claim_across` on one engine's connection; `lane`: (lane, lanes, most rows of a tenant);
-        `mine`: the pick's order (`PickOrder`)."""
+        `mine`: the preferred tenants (`preferred`)."""
         try:
             return self._claim_pass(now, limit, share, None, engine, lane, mine)
         except Exception:
@@ -334,7 +305,7 @@ class DueMixin:
         return self._claim_pass(now, limit, share, tenant_exists or (lambda slug: True), engine, lane, mine)
 
     def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any, engine: Any = None,
-                    lane: tuple[int, int, int] | None = None, mine: PickOrder | None = None) -> CrossBatch:
+                    lane: tuple[int, int, int] | None = None, mine: str = NO_PREFERENCE) -> CrossBatch:
         """One claim transaction on `engine`'s connection (the process's pool by default); `tenant_exists`
         None: optimistic (any failure raises, all rolled back). `lane`: (lane, lanes, most rows of a tenant).
 
@@ -346,10 +317,10 @@ class DueMixin:
         began = time.monotonic()
         with (engine or self.db.engine).connect() as conn, conn.begin():
             if lane is None:
-                params = pick_parameters(now, limit, share, secrets.randbits(63), order=mine)
+                params = pick_parameters(now, limit, share, secrets.randbits(63), mine=mine)
                 picked = conn.execute(_PICK, params).all()
             else:
-                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2], order=mine)
+                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2], mine=mine)
                 picked = conn.execute(_PICK_LANE, {**params, "lane": lane[0], "lanes": lane[1]}).all()
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:

@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -47,11 +47,6 @@ CLAIMERS = 2
 # empty picks in half a second, each ranking the rows still due (~12 ms of PostgreSQL a pick) while the
 # last claims and records waited for a core. A claim that rolls back leaves its rows due: they wait this long.
 LOCKED_OUT_WAIT_S = 0.05
-# Rows of a tenant per round of a pass's round robin. With one, a process's passes go round every
-# tenant with due work a row at a time (`next_served`), so in a burst a tenant's k-th run starts
-# about when every other's does, whichever processes claim them; in chunks of a few rows a pass
-# served a couple of tenants, and a tenant's place in the burst came down to which passes drew it.
-PASS_CHUNK = 1
 
 
 def held_claims(avg_run_s: float | None, parallel: int, run_limit: int, ends_per_s: float | None = None) -> int:
@@ -110,17 +105,6 @@ class EndRate:
         return (self._runs - self._records[0][1]) / span if span >= self.MIN_SPAN_S else None
 
 
-def next_served(served: set[str], claimed: Collection[str]) -> set[str]:
-    """The tenants a process has served in the current turn of its passes, after a pass that claimed
-    for `claimed`: its next passes take the others' rows first (`PickOrder.served`).
-
-    A pass takes a row of every tenant not served yet before another row of one served: a tenant of
-    `claimed` served already means no other was left, so a new turn begins, with those tenants.
-    """
-    again = served.intersection(claimed)
-    return again if again else served.union(claimed)
-
-
 def next_look(batch: CrossBatch, now: datetime, idle: timedelta) -> tuple[datetime, bool]:
     """After a pass that claimed `batch`: when to look at the index again,
     and whether a wake-up (a NOTIFY, a run that ended) may bring that look forward.
@@ -167,7 +151,6 @@ class CrossTenantScheduler(Scheduler):
         # Lease ends as last renewed, by (tenant, run id); a claim not in it holds its claimed one.
         self._held_until: dict[tuple[str, int], datetime] = {}
         self._end_rate = EndRate()  # what this process really runs a second: how much it holds (`held_claims`)
-        self._turn: set[str] = set()  # the tenants served in the current turn of this process's passes
 
     def start(self) -> None:
         """The timer, the recorder, and a thread of its own renewing leases.
@@ -358,13 +341,11 @@ class CrossTenantScheduler(Scheduler):
                 self._room_wanted = True
                 return now + self.idle, True
             self._inflight += free  # reserved while the claim runs
-            served = set(self._turn)
         try:
             # No tenant first for being this process's (its timer leases): every process claims in the
             # round robin's one order, so a tenant's place in a burst does not depend on whether the
             # process holding its lease is busy, or dead (its leases move only once they lapse).
-            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists,
-                                            served=served, chunk=PASS_CHUNK)
+            batch = self.store.claim_across(now, free, share=self.share, tenant_exists=self.tenant_exists)
         finally:
             with self._cond:
                 self._inflight -= free
@@ -373,7 +354,6 @@ class CrossTenantScheduler(Scheduler):
         for claim in batch.claims:
             by_tenant.setdefault(claim.tenant, []).append(claim)
         with self._cond:
-            self._turn = next_served(self._turn, by_tenant)
             # A full pass of retries only (the rows taken over come first): more may be left, the next takes them too.
             self._taken_over = self._taken_over or (batch.full and all(c.attempt > 1 for c in batch.claims))
             self._inflight += len(batch.claims)

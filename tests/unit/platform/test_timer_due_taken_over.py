@@ -1,9 +1,8 @@
-"""A process's claim passes go round the tenants with due work, and take a dead process's runs first.
+"""A dead process's runs in flight go first in a survivor: claimed past its room once it is reaped,
+and before the claims it holds (PostgreSQL's cross-tenant timer; `liveness` reaps and wakes).
 
-In a burst each pass of the cross-tenant timer ranks the due rows afresh: without a memory of
-whom it served, a pass drew its tenants at random and in chunks of several rows, so a tenant's
-place in the burst came down to the draws (tenants' median start lags 11 s apart over 100 tenants
-on 3 workers). A pass now puts last the tenants its process served in the current turn.
+Before, a survivor claimed them only once what it held had drained to half, and queued them behind
+that: a second of its work.
 """
 
 from __future__ import annotations
@@ -16,17 +15,7 @@ from almanac.platform.clock import SystemClock
 from almanac.platform.liveness import TAKEN_OVER
 from almanac.platform.runner import FunctionRunner
 from almanac.platform.store_due import CrossBatch
-from almanac.platform.timer_due import PASS_CHUNK, CrossTenantScheduler, next_served
-
-
-def test_a_turn_grows_with_every_pass_until_a_pass_serves_a_tenant_twice() -> None:
-    served = next_served(set(), ["a", "b"])
-    assert served == {"a", "b"}
-    served = next_served(served, ["c", "d"])  # no tenant twice: the turn goes on
-    assert served == {"a", "b", "c", "d"}
-    # A tenant served already: no other was left, so a new turn begins with the ones served twice.
-    assert next_served(served, ["e", "b", "c"]) == {"b", "c"}
-    assert next_served(served, []) == served  # nothing claimed says nothing
+from almanac.platform.timer_due import CrossTenantScheduler
 
 
 class Asked:
@@ -50,19 +39,6 @@ class Claimed:
 
 def _timer(store: Any) -> CrossTenantScheduler:
     return CrossTenantScheduler(store, FunctionRunner(lambda *a: None), SystemClock(), lambda: [], workers=4)
-
-
-def test_the_timer_s_passes_put_the_tenants_it_served_in_this_turn_last_a_row_a_round() -> None:
-    store = Asked([Claimed("a", 1), Claimed("b", 2)])
-    timer = _timer(store)
-    with timer._cond:  # nothing starts: the passes are what this test reads
-        timer._running = 10**6
-    timer._pass(datetime.now(timezone.utc))
-    with timer._cond:  # the runs out and waiting are not this test's
-        timer._inflight = 0
-    timer._pass(datetime.now(timezone.utc))
-    assert [set(a["served"]) for a in store.asked] == [set(), {"a", "b"}]
-    assert {a["chunk"] for a in store.asked} == {PASS_CHUNK} == {1}
 
 
 def test_a_dead_process_reaped_lets_the_next_pass_claim_though_the_process_has_no_room() -> None:
