@@ -355,7 +355,8 @@ class CrossTenantScheduler(Scheduler):
             by_tenant.setdefault(claim.tenant, []).append(claim)
         with self._cond:
             # A full pass of retries only (the rows taken over come first): more may be left, the next takes them too.
-            self._taken_over = self._taken_over or (batch.full and all(c.attempt > 1 for c in batch.claims))
+            self._taken_over = self._taken_over or (batch.full and bool(batch.claims)
+                                                    and all(c.attempt > 1 for c in batch.claims))
             self._inflight += len(batch.claims)
             for tenant, claims in by_tenant.items():
                 self._unfinished_by[tenant] += len(claims)
