@@ -41,6 +41,8 @@ NOOP = "export default function (event) { return event.jobKey; }"
 # About 20 ms of work a run: every worker then has runs in flight whenever it owns a tenant with
 # work left, so a kill -9 always catches some (with NOOP runs a kill could fall between batches).
 WORK = "export default async function () { const t = Date.now(); while (Date.now() - t < 20) {} return 1; }"
+# 200 ms of work a run: on one sandbox process a worker ends about 5 a second.
+STEADY = "export default function () { const t = Date.now(); while (Date.now() - t < 200) {} return 1; }"
 BUSY = "export default function () { const t = Date.now(); while (Date.now() - t < 1500) {} return 'done'; }"
 
 
@@ -420,6 +422,35 @@ def test_a_killed_worker_s_running_attempts_start_again_on_another_worker_within
           f"after the kill; load {os.getloadavg()[0]:.1f}")
     # Detection takes about a second (a beat and its grace), then a pass; the runs ahead take 1.2 s each.
     assert max(starts) < 5, starts
+    assert all(w.poll() is None for w in c.workers if w is not victim)
+
+
+def test_in_a_burst_a_killed_worker_s_runs_start_again_within_2_s_ahead_of_the_survivors_backlog(
+        cluster: Any) -> None:
+    """Its runs in flight (claimed, running or held) start again on the others within about 2 s at the median,
+    though both survivors are busy with a backlog: the others see its session end, are woken, claim them past
+    their room and start them before what they hold (SPEC section 11). The leases (60 s margin) play no part."""
+    c = cluster(6, ALMANAC_LEASE_MARGIN_S="60", ALMANAC_SANDBOX_PROCESSES="1")
+    for _ in range(3):
+        c.start_worker(ready_line=True)
+    c.wait_ready(timeout=90)
+    per_tenant = 30
+    due = datetime.now(timezone.utc) + timedelta(seconds=1)
+    for slug in c.tenants:
+        c.add_jobs(slug, STEADY, [due] * per_tenant, timeout_ms=10_000)
+    c.wait_succeeded(30, timeout=60)  # the workers have measured their pace: they hold what they run
+    victim = c.kill_a_claim_holder()
+    killed = datetime.now(timezone.utc)
+    assert c.succeeded() < len(c.tenants) * per_tenant - 40, "the backlog was gone before the kill: make it bigger"
+    c.wait_succeeded(len(c.tenants) * per_tenant, timeout=180)
+    statuses = c.assert_exactly_once(per_tenant)
+    assert statuses["failed"] >= 1, "the killed worker held no claim"
+    retried = {(slug, r.occurrence_id) for slug in c.tenants for r in c.runs(slug) if r.status == "failed"}
+    starts = sorted((r.started_at - killed).total_seconds() for slug in c.tenants for r in c.runs(slug)
+                    if (slug, r.occurrence_id) in retried and r.status == "succeeded")
+    print(f"\nthe killed worker's {len(starts)} runs in flight started again {starts[0]:.2f}-{starts[-1]:.2f} s "
+          f"after the kill, median {starts[len(starts) // 2]:.2f} s; load {os.getloadavg()[0]:.1f}")
+    assert starts[len(starts) // 2] < 3.0, starts  # the promise is 2 s; a loaded CI box adds to it
     assert all(w.poll() is None for w in c.workers if w is not victim)
 
 

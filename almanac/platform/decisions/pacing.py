@@ -49,22 +49,40 @@ def held_claims(avg_run_s: float | None, parallel: int, run_limit: int, ends_per
 
 
 class EndRate:
-    """How many runs a second a process has seen end lately (over its last `WINDOW` ends)."""
+    """How many runs a second a process has seen end lately: over its last `WINDOW` runs, and at least `MIN_SPAN_S`.
+
+    The recorder records what ended in batches, each told at one instant (`ended(at, runs)`): a
+    batch's runs ended between the record before it and its own, so the rate is the runs recorded
+    after the window's first record over the time from it to the last. Counted run by run, with
+    their batch's instant, a window of `WINDOW` runs could lie within one or two batches and span
+    nothing, or a fraction of the time those runs took.
+    """
 
     WINDOW = 256
-    MIN_SPAN_S = 0.5  # fewer ends than this spans say nothing yet
+    MIN_SPAN_S = 0.5  # ends spanning less than this say nothing yet
 
     def __init__(self) -> None:
-        self._ends: deque[float] = deque(maxlen=self.WINDOW)
+        self._records: deque[list[float]] = deque()  # [instant, runs], oldest first
+        self._runs = 0  # in `_records`
 
-    def ended(self, at: float) -> None:
-        self._ends.append(at)
+    def ended(self, at: float, runs: int = 1) -> None:
+        if runs <= 0:
+            return
+        if self._records and self._records[-1][0] >= at:  # the same record told run by run
+            self._records[-1][1] += runs
+        else:
+            self._records.append([at, runs])
+        self._runs += runs
+        # The oldest record goes once the ones after its successor still cover the window.
+        while (len(self._records) > 2 and self._runs - self._records[0][1] - self._records[1][1] >= self.WINDOW
+               and at - self._records[1][0] >= self.MIN_SPAN_S):
+            self._runs -= int(self._records.popleft()[1])
 
     def per_s(self) -> float | None:
-        if len(self._ends) < 2:
+        if len(self._records) < 2:
             return None
-        span = self._ends[-1] - self._ends[0]
-        return (len(self._ends) - 1) / span if span >= self.MIN_SPAN_S else None
+        span = self._records[-1][0] - self._records[0][0]
+        return (self._runs - self._records[0][1]) / span if span >= self.MIN_SPAN_S else None
 
 
 def next_look(full: bool, picked: int, next_due_at: datetime | None, now: datetime,

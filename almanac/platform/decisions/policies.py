@@ -186,3 +186,9 @@ def follow_up_problem(chain_size: int, run_at: datetime, now: datetime, made_in_
         return f"a job may be planned at most {MAX_AHEAD.days} days ahead"
     return None
 
+
+# A dead process's running attempts are made due this long before the moment they are reaped
+# (`timer.liveness`): they were started once already, so they come first in the pick's ranking,
+# ahead of work still waiting (`store.due_index.claim.TAKEN_OVER_BEFORE`). Misfire and expiry go
+# by `scheduled_for`, so this moves only the order.
+REAPED_AHEAD = timedelta(days=1)

@@ -89,14 +89,20 @@ class FairQueue(Generic[T]):
     def queued(self, tenant: str) -> int:
         return len(self._queues.get(tenant, ()))
 
-    def add(self, tenant: str, items: list[T]) -> None:
+    def add(self, tenant: str, items: list[T], *, first: bool = False) -> None:
+        """Queue `items` for `tenant`, after its queued ones; `first`: before them, and the tenant next in turn."""
         if not items:
             return
         queue = self._queues.get(tenant)
         if queue is None:
             queue = self._queues[tenant] = deque()
             self._order.append(tenant)
-        queue.extend(items)
+        if not first:
+            queue.extend(items)
+            return
+        queue.extendleft(reversed(items))
+        self._order.remove(tenant)
+        self._order.appendleft(tenant)
 
     def pop(self, limit: int, *, lone: bool = True) -> tuple[str, T] | None:
         """The next run to start when fewer than `limit` run, or None.

@@ -35,6 +35,7 @@ from almanac.platform.decisions import pacing, slots
 from almanac.platform.store.contract import Claim, ClaimBatch, Store
 from almanac.platform.store.due_index.claim import DuePass, DueIndex
 from almanac.platform.store.record import Finish
+from almanac.platform.timer.liveness import TAKEN_OVER
 
 log = logging.getLogger("almanac.scheduler")
 
@@ -321,6 +322,7 @@ class AcrossTenants:
         self.claim_ahead = claim_ahead  # claims held per run slot; None: `pacing.held_claims`
         self.claimers = max(1, claimers)
         self._room_wanted = False  # a pass found no room: room coming back wakes the loop
+        self._taken_over = False  # a dead process's runs were made due: the next pass claims without room
         self._looks = threading.local()  # each claimer's own next look (`next_look`)
         self._backlogs: dict[str, int] = {}
 
@@ -334,13 +336,20 @@ class AcrossTenants:
 
     def room(self, scope: str, held: Holdings) -> int:
         # Each claimer takes its part of the room, so that the others have some to claim at once.
-        return min(pacing.cross_room(held.capacity, held.inflight, held.unrecorded), -(-held.capacity // self.claimers))
+        part = -(-held.capacity // self.claimers)
+        if self._taken_over:  # they come first in the pick (`policies.REAPED_AHEAD`) and were started once already
+            self._taken_over = False
+            return part
+        return min(pacing.cross_room(held.capacity, held.inflight, held.unrecorded), part)
 
     def claim(self, scope: str, now: datetime, limit: int, share: float) -> Claimed:
         return self.index.claim_across(now, limit, share=share, tenant_exists=self.tenant_exists)
 
     def claimed(self, scope: str, claimed: Claimed, now: datetime) -> dict[str, int] | None:
         assert isinstance(claimed, DuePass)
+        # A full pass of retries only (the rows taken over come first): more may be left, the next takes them too.
+        if claimed.full and claimed.claims and all(c.attempt > 1 for c in claimed.claims):
+            self._taken_over = True
         self._looks.at = pacing.next_look(claimed.full, claimed.picked, claimed.next_due_at, now, self.idle)
         if claimed.full or claimed.backlog is None or claimed.backlog == self._backlogs:
             return None
@@ -363,7 +372,10 @@ class AcrossTenants:
         return look or (now + timedelta(seconds=1), True)  # None: this claimer's pass failed
 
     def wake(self, tenant: str, now: datetime) -> None:
-        """One look at the whole index: a NOTIFY names a tenant, but the pass takes every tenant's due work."""
+        """One look at the whole index: a NOTIFY names a tenant, but the pass takes every tenant's due
+        work; `liveness.TAKEN_OVER` (a dead process's runs made due) claims them past the room."""
+        if tenant == TAKEN_OVER:
+            self._taken_over = True
 
     def renew(self, claims: Sequence[Claim], now: datetime) -> set[tuple[str, int]]:
         """In one transaction across tenants: with hundreds of tenants in flight, a transaction each

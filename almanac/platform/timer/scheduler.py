@@ -296,8 +296,9 @@ class Scheduler:
             for tenant, mine in by_tenant.items():
                 self._unfinished_by[tenant] += len(mine)
                 self._held_by[tenant] += len(mine)
-                if queue:
-                    self._fair.add(tenant, mine)
+                if queue:  # a retry (a dead process's run taken over, most often) started once already: first
+                    self._fair.add(tenant, [c for c in mine if c.attempt > 1], first=True)
+                    self._fair.add(tenant, [c for c in mine if c.attempt <= 1])
             self._claims.update(((c.tenant, c.run_id), c) for c in claims)
 
     def _count_records(self, recorded: list[tuple[str, int]]) -> None:

@@ -1,5 +1,7 @@
 """The cross-tenant claim path's room: within the claim capacity, refilled only once drained to half."""
 
+import pytest
+
 from almanac.platform.decisions.pacing import cross_room
 
 
@@ -84,3 +86,42 @@ def test_the_timer_s_capacity_follows_its_runs_time_unless_given() -> None:
     fixed = across_tenants(object(), runner, clock, lambda: [], workers=8, claim_ahead=6, index=object())
     fixed._avg_run_s = 0.0005
     assert fixed.capacity == 6 * fixed.run_limit
+
+
+def test_the_end_rate_counts_runs_recorded_together_over_the_time_between_records() -> None:
+    from almanac.platform.decisions.pacing import EndRate
+
+    # The recorder records what ended in batches, each stamped once: 128 runs every half second is
+    # 256 runs a second, whether the batches' runs are told one by one or all at once.
+    one_by_one, at_once = EndRate(), EndRate()
+    for batch in range(8):
+        at = 100.0 + batch * 0.5
+        for _ in range(128):
+            one_by_one.ended(at)
+        at_once.ended(at, 128)
+    assert one_by_one.per_s() == 256.0
+    assert at_once.per_s() == 256.0
+
+
+def test_the_end_rate_of_a_fast_process_spans_at_least_its_minimum_and_follows_a_change_of_pace() -> None:
+    from almanac.platform.decisions.pacing import EndRate
+
+    rate = EndRate()
+    for i in range(2000):  # 1,000 runs a second, recorded 10 at a time every 10 ms
+        rate.ended(i * 0.01, 10)
+    assert rate.per_s() == pytest.approx(1000.0)
+    for i in range(1, 301):  # then 20 a second, one at a time: the last 256 runs tell
+        rate.ended(20.0 + i * 0.05)
+    assert rate.per_s() == pytest.approx(20.0)
+
+
+def test_the_end_rate_says_nothing_before_its_ends_span_its_minimum() -> None:
+    from almanac.platform.decisions.pacing import EndRate
+
+    rate = EndRate()
+    rate.ended(5.0, 300)
+    assert rate.per_s() is None  # one batch: no time between records yet
+    rate.ended(5.2, 40)
+    assert rate.per_s() is None  # 0.2 s says too little
+    rate.ended(5.5, 60)
+    assert rate.per_s() == pytest.approx(200.0)  # the 100 recorded after the first record, in 0.5 s

@@ -18,8 +18,9 @@ to one connection of each process, for warm caches, never to a process.
 
 No tenant is visited unless it has due work, so idle tenants cost nothing per pass, and
 nothing ties a tenant to a process: when a process dies, its due work is claimed by the
-others at their next pass; only its running attempts wait for their own leases (their
-`due_at` is the lease end, so they come back through the index when it lapses).
+others at their next pass; its running attempts come back once it is seen dead
+(`liveness`: made due a day early, they come before every round of the pick), or through the
+index when their leases lapse (their `due_at` is the lease end), the last resort.
 
 Affinity (`prefer`), an option the timer does not use: within each round of the round robin
 below, a pass may order the due rows of some tenants (a process's timer leases) before the
@@ -139,6 +140,10 @@ def fair_chunk(limit: int, share: float) -> int:
 
 
 NO_PREFERENCE = "{}"  # `preferred(())`: no tenant's rows before the others'
+# Rows due this long ago or more come before every round: a dead process's runs in flight, made due
+# `policies.REAPED_AHEAD` early when it was reaped (they were started once already), and work left by an
+# outage this long.
+TAKEN_OVER_BEFORE = policies.REAPED_AHEAD / 2
 
 
 def preferred(prefer: Collection[str]) -> str:
@@ -149,11 +154,11 @@ def preferred(prefer: Collection[str]) -> str:
 
 def pick_parameters(now: datetime, limit: int, share: float, seed: int, cap: int = SCAN,
                     mine: str = NO_PREFERENCE) -> dict[str, Any]:
-    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant, within each
-    round the rows of the tenants in `mine` (`preferred`) first; `seed` (0 to 2**63 - 1) varies the
-    round robin's tie order."""
+    """`_PICK`'s parameters for a pass of up to `limit` rows, at most `cap` of a tenant: the rows taken
+    over (`TAKEN_OVER_BEFORE`) first, then round by round, within each the rows of the tenants in `mine`
+    (`preferred`) first; `seed` (0 to 2**63 - 1) varies the round robin's tie order."""
     return {"now": now, "scan": SCAN, "chunk": fair_chunk(limit, share), "want": WANT_FACTOR * limit,
-            "limit": limit, "seed": seed, "cap": cap, "mine": mine}
+            "limit": limit, "seed": seed, "cap": cap, "mine": mine, "taken": now - TAKEN_OVER_BEFORE}
 
 
 class DueIndex:

@@ -2,6 +2,8 @@
 -- `{lane}` is empty, or the lane's condition when the pass takes one lane's tenants (`lanes`).
 -- Ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant,
 -- and within each round the rows of the tenants in :mine (the process's, `prefer`) before the others';
+-- before every round, the rows due before :taken: a dead process's runs in flight (made due a day
+-- early when it was reaped), of every tenant, before any tenant's next row;
 -- the outer query locks what it can of them (rows another process holds are skipped, not waited for).
 -- Tenants due at the same time are ordered by a hash seeded per pass: no tenant is always first
 -- when a round is cut short, and processes claiming at once mostly reach for different rows.
@@ -20,13 +22,14 @@ WITH due AS (
            row_number() OVER (PARTITION BY tenant_slug ORDER BY priority DESC, due_at, occurrence_id) AS rn
     FROM due
 ), wanted AS (
-    SELECT tenant_slug, occurrence_id, due_at, rn, NOT (tenant_slug = ANY(CAST(:mine AS varchar[]))) AS theirs
+    SELECT tenant_slug, occurrence_id, due_at, rn, NOT (tenant_slug = ANY(CAST(:mine AS varchar[]))) AS theirs,
+           due_at >= :taken AS new
     FROM ranked WHERE rn <= :cap
-    ORDER BY (rn - 1) / :chunk, theirs, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
+    ORDER BY new, (rn - 1) / :chunk, theirs, due_at, hashtextextended(tenant_slug, :seed), rn LIMIT :want
 )
 SELECT d.tenant_slug, d.occurrence_id FROM due_index d
 JOIN wanted w ON w.tenant_slug = d.tenant_slug AND w.occurrence_id = d.occurrence_id
 WHERE d.due_at + interval '0 s' <= :now
-ORDER BY (w.rn - 1) / :chunk, w.theirs, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
+ORDER BY w.new, (w.rn - 1) / :chunk, w.theirs, w.due_at, hashtextextended(w.tenant_slug, :seed), w.rn
 LIMIT :limit
 FOR UPDATE OF d SKIP LOCKED
