@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import text
 
 from almanac.db import Database
-from almanac.platform.timer.liveness import new_tag, reap
+from almanac.platform.store.claim import new_tag
+from almanac.platform.timer.liveness import reap
 from almanac.platform.store.sql_store import SqlStore
 from tests.integration.platform.scheduler_world import EveryRules
 from tests.integration.platform_pg.test_due_index import _jobs, _script
@@ -36,7 +37,7 @@ def test_a_dead_process_s_runs_in_flight_come_before_every_round_and_every_tenan
         assert reap(conn, [dead_tenant, busy], tag, later) == [dead_tenant]
     alive = SqlStore(database, EveryRules())
     # A pass of 3 (a row of a tenant a round): its 3 runs, not a row of each tenant in turn.
-    batch = alive.claim_across(later, 3)
+    batch = alive.due_index.claim_across(later, 3)
     assert sorted((c.tenant, c.occurrence_id, c.attempt) for c in batch.claims) == sorted(
         (c.tenant, c.occurrence_id, 2) for c in taken)
     with database.engine.connect() as conn:

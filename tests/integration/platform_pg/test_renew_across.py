@@ -46,7 +46,7 @@ def test_leases_of_many_tenants_are_renewed_by_one_statement(
     slugs = [make_tenant(f"rn-{i}") for i in range(3)]
     store, claims = _claimed(database, slugs)
     seen = _server_statements(database)
-    assert store.renew_across(claims, LATER) == set()
+    assert store.due_index.renew_across(claims, LATER) == set()
     assert len(seen) == 1, seen  # 9 claims over 3 tenants
     for slug in slugs:  # the leases and the due index's entries end 600 s (the margin) + 1 s after LATER
         rows = snapshot(database, slug)
@@ -63,7 +63,7 @@ def test_tenants_past_one_statement_are_renewed_by_the_next(
     slugs = [make_tenant(f"rc-{i}") for i in range(3)]
     store, claims = _claimed(database, slugs)
     seen = _server_statements(database)
-    assert store.renew_across(claims, LATER) == set()
+    assert store.due_index.renew_across(claims, LATER) == set()
     assert len(seen) == 2
     lease = LATER + timedelta(seconds=601)
     for slug in slugs:
@@ -80,8 +80,8 @@ def test_a_claim_recorded_or_taken_over_meanwhile_is_named_and_the_others_renewe
     with database.tenant_session(taken.tenant) as s:  # its lease lapsed, and another process recovered it
         s.execute(update(Occurrence).where(Occurrence.id == taken.occurrence_id).values(lease_until=T1, due_at=T1))
     other = SqlStore(database, EveryRules(), lease_margin_s=600)
-    assert dict(other.claim_across(T1 + timedelta(seconds=1), 100).recorded) == {"lease_lapsed": 1}
-    lost = store.renew_across(claims, LATER)
+    assert dict(other.due_index.claim_across(T1 + timedelta(seconds=1), 100).recorded) == {"lease_lapsed": 1}
+    lost = store.due_index.renew_across(claims, LATER)
     assert lost == {(recorded.tenant, recorded.run_id), (taken.tenant, taken.run_id)}
     assert store.finish(claims[1], done, T1, LATER)  # a renewed one is still held
     for slug in slugs:
@@ -95,7 +95,7 @@ def test_the_one_statement_writes_what_the_per_tenant_renewal_writes(
     done = RunResult("succeeded", output=1, duration_ms=1)
     for slug in (across, apart):  # one claim of each recorded meanwhile
         assert store.finish(next(c for c in claims if c.tenant == slug), done, T1, T1)
-    lost_across = store.renew_across([c for c in claims if c.tenant == across], LATER)
+    lost_across = store.due_index.renew_across([c for c in claims if c.tenant == across], LATER)
     lost_apart = store.renew_leases(apart, [c for c in claims if c.tenant == apart], LATER)
     assert {run for _, run in lost_across} == lost_apart and len(lost_apart) == 1
     a, b = snapshot(database, across), snapshot(database, apart)
