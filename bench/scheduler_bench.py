@@ -115,7 +115,11 @@ def almanac_run(jobs: int, spread_s: float, processes: int | None, runner_kind: 
         runner.start()
         if runner.processes and not runner.ready(120):
             raise SystemExit("the sandbox pool did not start")
-        runner.run(NOOP_JS, {}, 1000, 32, None)  # a warm sandbox, as a running server has
+        from almanac.sandbox.contract import RunRequest
+        from almanac.sandbox.limits import Limits
+
+        # A warm sandbox, as a running server has.
+        runner.run(RunRequest(NOOP_JS, {}, Limits(timeout_ms=1000, memory_mb=32)), None)
     # Load the jobs through the API's own upsert at a far time, then move them all to
     # `due` in two statements: loading never eats into the head start.
     far = now + timedelta(days=30)
