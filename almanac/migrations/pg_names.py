@@ -30,7 +30,7 @@ def create_planned_once(schema: str, name: str, arguments: str, returns: str, bo
 
     For the scheduler's hot writes (t0020, t0021): `plan_cache_mode = force_generic_plan` keeps the
     first plan of each statement instead of planning five custom ones first, and `random_page_cost`
-    is `across.plan_for_key_lookups`'s value, so that the kept plan looks rows up by key.
+    is `tenant_parts.plan_for_key_lookups`'s value, so that the kept plan looks rows up by key.
     """
     op.execute(f"CREATE OR REPLACE FUNCTION {schema}.{name}({arguments})\nRETURNS {returns}\n"
                "LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET random_page_cost = 1.1\n"

@@ -1,4 +1,4 @@
-"""The statements across tenants run on the driver's connection with `$n` placeholders (`across.run`).
+"""The statements across tenants run on the driver's connection with `$n` placeholders (`tenant_parts.run`).
 
 `numbered` turns their `%(name)s` placeholders into PostgreSQL's own: a name met again keeps
 its number (the statements name `%(now)s` once per tenant), `%%` is a percent sign, and only

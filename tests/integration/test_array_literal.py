@@ -1,4 +1,4 @@
-"""PostgreSQL: the arrays the statements across tenants send as text (`across.array_literal`) read back as sent.
+"""PostgreSQL: the arrays the statements across tenants send as text (`tenant_parts.array_literal`) read back as sent.
 
 A run's output, logs and error are the tenant's own text, so the literal must survive any
 string PostgreSQL can store: quotes, backslashes, braces, commas, the word NULL, blanks,

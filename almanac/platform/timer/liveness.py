@@ -111,7 +111,7 @@ def reap(conn: Connection | None, slugs: Iterable[str], tag: str, now: datetime,
     """End the leases of the running attempts claimed under `tag` at `now` and make them due (`_REAP`), in
     every tenant; the tenants that had some.
 
-    PostgreSQL: on `conn`, in its transaction, one statement for up to `across.TENANTS_PER_STATEMENT`
+    PostgreSQL: on `conn`, in its transaction, one statement for up to `tenant_parts.TENANTS_PER_STATEMENT`
     tenants (`_reap_statement`): a statement a tenant was a round trip each, most of a second over
     100 tenants on a busy server, while the dead process's runs waited. SQLite (`sqlite_db`): a
     transaction per tenant file, `conn` unused.

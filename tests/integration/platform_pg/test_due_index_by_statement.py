@@ -1,6 +1,6 @@
 """The claim and record statements across tenants move the shared due index themselves (migration t0019).
 
-While they run, the tenants' due-index triggers are off (`across.due_index_by_statement`);
+While they run, the tenants' due-index triggers are off (`tenant_parts.due_index_by_statement`);
 here the trigger functions are replaced by ones that raise, so the first test fails on the
 code before t0019, whose statements left the index to the triggers. The index must still
 mirror every tenant's occurrences (due time and priority) after each step, and every other

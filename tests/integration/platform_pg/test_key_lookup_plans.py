@@ -7,7 +7,7 @@ With PostgreSQL's default `random_page_cost` (4, for spinning disks) and a tenan
 read, the claim's writes and the record: measured, a third of the executor's time in a burst
 (docs/decisions/0019-plans-for-lookups-by-key.md). The tenant here has that size, with statistics as autovacuum leaves
 them; every plan of a claim pass and of its record is captured by `auto_explain`, and none
-may read these tables sequentially. It fails on the code before `across.plan_for_key_lookups`.
+may read these tables sequentially. It fails on the code before `tenant_parts.plan_for_key_lookups`.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ the first time) and then run once per row (a DELETE and an INSERT each time), tw
 record statements across tenants (`due_index.writes`, `due_index.record`) now move the
 index rows of every tenant they write by one call of `almanac_due_index_moved()` (shared
 revision s0011), and set `almanac.due_index_by_statement` to `on` for just that statement
-(`across.due_index_by_statement`). Both triggers skip while it is on (a WHEN condition,
+(`tenant_parts.due_index_by_statement`). Both triggers skip while it is on (a WHEN condition,
 evaluated without calling the function); every other writer leaves it unset and keeps the
 triggers.
 On SQLite nothing happens.

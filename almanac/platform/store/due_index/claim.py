@@ -12,7 +12,7 @@ transaction, on one connection:
    the triggers move the claimed rows' `due_at` to their lease end in the index;
 3. when it did not fill `limit`, says when the earliest row of the index falls due.
 
-With lanes (`lanes`, the default on PostgreSQL) a pass is one such transaction per lane it
+With lanes (`connection_lanes`, the default on PostgreSQL) a pass is one such transaction per lane it
 visits, each on its lane's connection and picking only that lane's tenants: a tenant is tied
 to one connection of each process, for warm caches, never to a process.
 
@@ -78,7 +78,7 @@ WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' l
 # The pick's text and the reasons for its shape: sql/statements/due_pick.sql.
 _PICK_SQL = statement("due_pick")
 _PICK = text(_PICK_SQL.format(lane=""))
-_PICK_LANE = text(_PICK_SQL.format(lane=f" AND {LANE_OF} = :lane"))  # one lane's tenants (`lanes`)
+_PICK_LANE = text(_PICK_SQL.format(lane=f" AND {LANE_OF} = :lane"))  # one lane's tenants (`connection_lanes`)
 
 _NEXT_DUE = select(func.min(D.c.due_at))
 _BACKLOG = text("SELECT tenant_slug, count(*) FROM due_index WHERE due_at <= :now GROUP BY tenant_slug")
@@ -180,12 +180,12 @@ class DueIndex:
 
     def finish_across(self, items: Sequence[Finish]) -> Sequence[bool | None] | None:
         """Record finished attempts of many tenants, optimistically, in ONE transaction per lane
-        (`lanes`: each run on the connection of the lane that claimed it); whether each applied.
+        (`connection_lanes`: each run on the connection of the lane that claimed it); whether each applied.
 
         A burst spread over many tenants finishes a few runs per tenant at a time: a transaction
         per tenant (BEGIN, the fenced release, the runs' records, COMMIT) cost more round trips
         than the records themselves. Here the plain attempts (succeeded, no effects) of every
-        tenant are recorded by one statement per `across.TENANTS_PER_STATEMENT` tenants
+        tenant are recorded by one statement per `tenant_parts.TENANTS_PER_STATEMENT` tenants
         (`due_index.record`), and the others tenant by tenant (`_finish_batch`, optimistic)
         on the same connection, its schema mapped in turn, tenants in one order (no lock cycles).
         When a plain attempt had lost its lease, its transaction is rolled back and its items are
@@ -239,7 +239,7 @@ class DueIndex:
     def claim_across(self, now: datetime, limit: int, *, share: float = 0.5,
                      tenant_exists: Any = None, prefer: Collection[str] = ()) -> DuePass:
         """Claim up to `limit` due occurrences of any tenants, fairly between them: one transaction,
-        or with lanes (`lanes`) one per lane visited. Within each round of the round robin, the rows
+        or with lanes (`connection_lanes`) one per lane visited. Within each round of the round robin, the rows
         of the tenants in `prefer` (the process's timer leases) come before the other tenants'.
 
         Each tenant's part runs straight in the transaction (a savepoint each cost two round

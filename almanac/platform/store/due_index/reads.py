@@ -7,7 +7,7 @@ scripts, and the runs started today (the daily quotas). In a burst over many ten
 each read found a row or two, and cost ~0.1 ms of the worker's Python, a round trip, and
 PostgreSQL a parse and a plan (each tenant's statement text names its own schema).
 
-Here they are one statement for up to `across.TENANTS_PER_STATEMENT` tenants: a UNION ALL of
+Here they are one statement for up to `tenant_parts.TENANTS_PER_STATEMENT` tenants: a UNION ALL of
 one call per tenant of its schema's `almanac_claim_reads_v2()` (`sql/tenant/`), tagged
 with the tenant's place in the list. The function locks the occurrences as before (`FOR
 UPDATE SKIP LOCKED`) and makes the other reads from what it locked, as static SQL that a

@@ -8,7 +8,7 @@ queued behind it. Each statement cost the worker ~0.1 ms of Python and a round t
 and PostgreSQL a parse, a plan and an executor start, for a row or two of work: in an
 8,000 burst over 1,000 tenants that was about 32,000 statements.
 
-Here the tenants' parts make one statement, up to `across.TENANTS_PER_STATEMENT` tenants,
+Here the tenants' parts make one statement, up to `tenant_parts.TENANTS_PER_STATEMENT` tenants,
 each part one call of its schema's `almanac_record_plain_v2()` (`sql/tenant/`), whose
 data-modifying CTEs are:
 
@@ -22,7 +22,7 @@ data-modifying CTEs are:
     rst  the schedules' failures in a row go back to 0 (`failures._RESET`)
 
 and, once for all its tenants, the shared due index's entries of the released and the
-requeued occurrences (`across.index_moves` over the calls' rows, read beside the count;
+requeued occurrences (`tenant_parts.index_moves` over the calls' rows, read beside the count;
 the tenants' triggers are off for the statement). The writes are in a function for the
 reason `due_index.writes` gives: static SQL that a backend plans once per tenant, where a
 statement naming the tenants was new text, planned afresh, at every call.
@@ -106,7 +106,7 @@ def statement(parts: Sequence[tuple[str, Sequence[Any]]], schema: Callable[[str]
               values: Callable[[Any], dict[str, Any]]) -> tuple[str, dict[str, Any]]:
     """The SQL and parameters recording `parts`: (tenant slug, its plain attempts as `Finish` tuples).
 
-    `schema(slug)` gives a tenant's schema as SQL (`across.schema_quoter`); `values(item)` gives an
+    `schema(slug)` gives a tenant's schema as SQL (`tenant_parts.schema_quoter`); `values(item)` gives an
     attempt's run values (`_finish_values`).
     """
     params: dict[str, Any] = dict(_SHARED)

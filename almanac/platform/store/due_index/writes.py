@@ -7,7 +7,7 @@ INSERT, the schedule's `next_run_at`, the run's INSERT and the occurrence's
 compare-and-set, each a round trip and ~0.1 ms of the worker's Python for a row.
 
 Here the pass defers those writes (`_claim_rows(..., defer=True)`) and makes them at its
-end, up to `across.TENANTS_PER_STATEMENT` tenants a statement, each tenant's part one call
+end, up to `tenant_parts.TENANTS_PER_STATEMENT` tenants a statement, each tenant's part one call
 of its schema's `almanac_claim_writes_v2()` (`sql/tenant/`), which makes them as
 data-modifying CTEs:
 
@@ -19,7 +19,7 @@ data-modifying CTEs:
          lease and its run's id (`store.claim._CLAIM_CAS`), RETURNING what it claimed
 
 and, once for all its tenants, the shared due index's entries of the new and the claimed
-occurrences (`across.index_moves` over the calls' rows, its row first in the result; the
+occurrences (`tenant_parts.index_moves` over the calls' rows, its row first in the result; the
 tenants' triggers are off for the statement).
 
 Why a function: the statement's text names the tenants it writes, so it is new at every
@@ -88,7 +88,7 @@ def _call(i: int, schema: str) -> str:
 def statement(parts: Sequence[Part], schema: Callable[[str], str]) -> tuple[str, dict[str, Any]]:
     """The SQL and parameters of these parts' writes; it returns (part, occurrence id, run id) per claim.
 
-    `schema(slug)` gives a tenant's schema as SQL (`across.schema_quoter`).
+    `schema(slug)` gives a tenant's schema as SQL (`tenant_parts.schema_quoter`).
     """
     params: dict[str, Any] = {"running": RUNNING}
     calls = []
