@@ -80,7 +80,8 @@ class Settings(BaseSettings):
         description="PostgreSQL scale-out: how long a process holds a tenant's timer without renewing it")
     tenant_max_share: float = Field(
         default=0.5, gt=0, le=1,
-        description="no tenant takes more than this share of the run slots while other tenants wait (SPEC section 11)")
+        description="no tenant takes more than this share of the run slots while other tenants wait, nor of the "
+                    "sandbox pool's workers and spares at any time (SPEC section 11; decision 0240)")
     run_now_waiting_max: int = Field(
         default=4, ge=1, le=1000,
         description="runs a tenant may have waiting at once, per server process, that a request started and waits "
