@@ -143,9 +143,9 @@ class ClaimPath(Protocol):
         """When to claim again, and whether a wake-up (`wake`) may bring that forward."""
         ...
 
-    def wake(self, tenant: str, now: datetime) -> None:
-        """Something changed for `tenant` (a schedule, a job, a run recorded): claim it at the next
-        look (called holding the timer's lock)."""
+    def wake(self, tenant: str, at: datetime) -> None:
+        """Something changed for `tenant` (a schedule, a job, a run recorded): claim it at the first
+        look from `at` on (called holding the timer's lock)."""
         ...
 
     def renew(self, claims: Sequence[Claim], now: datetime) -> set[tuple[str, int]]:
@@ -268,8 +268,8 @@ class PerTenant:
     def next_look(self, now: datetime) -> tuple[datetime, bool]:
         return min([*self._wakes.values(), self._next_tenants or now, now + self.idle]), True
 
-    def wake(self, tenant: str, now: datetime) -> None:
-        self._wakes[tenant] = now
+    def wake(self, tenant: str, at: datetime) -> None:
+        self._wakes[tenant] = at
 
     def renew(self, claims: Sequence[Claim], now: datetime) -> set[tuple[str, int]]:
         by_tenant: dict[str, list[Claim]] = {}
@@ -371,7 +371,7 @@ class AcrossTenants:
         self._looks.at = None
         return look or (now + timedelta(seconds=1), True)  # None: this claimer's pass failed
 
-    def wake(self, tenant: str, now: datetime) -> None:
+    def wake(self, tenant: str, at: datetime) -> None:
         """One look at the whole index: a NOTIFY names a tenant, but the pass takes every tenant's due
         work; `liveness.TAKEN_OVER` (a dead process's runs made due) claims them past the room."""
         if tenant == TAKEN_OVER:

@@ -263,8 +263,10 @@ class Scheduler:
         for scope in scopes:
             try:
                 self._claim(scope, now)
-            except Exception:
+            except Exception:  # the database is away, a tenant was dropped...: this scope again in a second
                 log.exception("scheduler.claim_failed", extra={"event": "scheduler.claim_failed", "scope": scope})
+                with self._cond:
+                    self.path.wake(scope, now + timedelta(seconds=1))
 
     def _claim(self, scope: str, now: datetime) -> None:
         """Claim what is due of one scope within its room, and queue it for the run slots."""
