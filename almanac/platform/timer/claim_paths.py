@@ -398,4 +398,4 @@ class AcrossTenants:
         return applied
 
     def claim_now(self, tenant: str, now: datetime, limit: int, share: float) -> Claimed:
-        return self.index.claim_across(now, limit, share=share, tenant_exists=self.tenant_exists)
+        return self.claim(ACROSS, now, limit, share)
