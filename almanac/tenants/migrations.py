@@ -225,9 +225,10 @@ def drop_tenant_schema(db: Database, slug: str) -> None:
         for suffix in ("", "-wal", "-shm", "-journal"):
             Path(str(db.tenant_file(slug)) + suffix).unlink(missing_ok=True)
         return
-    # The shared due index and delivery signals (almanac.platform.store.coordination_models.DueEntry,
-    # almanac.delivery.models.DeliverySignal; tenants may not import either package).
-    shared = [Table(name, MetaData(), Column("tenant_slug", String(40))) for name in ("due_index", "delivery_signals")]
+    # The shared due index, turns and delivery signals (almanac.platform.store.coordination_models.DueEntry
+    # and TenantTurn, almanac.delivery.models.DeliverySignal; tenants may not import either package).
+    shared = [Table(name, MetaData(), Column("tenant_slug", String(40)))
+              for name in ("due_index", "tenant_turns", "delivery_signals")]
     with db.engine.begin() as conn:
         conn.execute(DropSchema(schema, cascade=True, if_exists=True))
         # Its triggers went with the schema; its shared rows go in the same transaction.

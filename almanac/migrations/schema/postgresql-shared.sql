@@ -257,6 +257,11 @@ CREATE TABLE public.tenant_quotas (
     retention_days integer
 );
 
+CREATE TABLE public.tenant_turns (
+    tenant_slug character varying(40) NOT NULL,
+    served_at timestamp with time zone NOT NULL
+);
+
 CREATE TABLE public.tenants (
     id integer NOT NULL,
     slug character varying(40) NOT NULL,
@@ -349,6 +354,9 @@ ALTER TABLE ONLY public.memberships
 
 ALTER TABLE ONLY public.tenant_quotas
     ADD CONSTRAINT pk_tenant_quotas PRIMARY KEY (tenant_slug);
+
+ALTER TABLE ONLY public.tenant_turns
+    ADD CONSTRAINT pk_tenant_turns PRIMARY KEY (tenant_slug);
 
 ALTER TABLE ONLY public.tenants
     ADD CONSTRAINT pk_tenants PRIMARY KEY (id);

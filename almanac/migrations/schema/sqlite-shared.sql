@@ -88,6 +88,11 @@ CREATE TABLE tenant_quotas (
 	updated_at DATETIME NOT NULL, retention_days INTEGER, 
 	CONSTRAINT pk_tenant_quotas PRIMARY KEY (tenant_slug)
 );
+CREATE TABLE tenant_turns (
+	tenant_slug VARCHAR(40) NOT NULL, 
+	served_at DATETIME NOT NULL, 
+	CONSTRAINT pk_tenant_turns PRIMARY KEY (tenant_slug)
+);
 CREATE TABLE "tenants" (
 	id INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, 
 	slug VARCHAR(40) NOT NULL, 

@@ -9,15 +9,14 @@ went to planning.
 
 Here the process keeps `Settings.pg_lanes` connections (`Database.lanes`), and a tenant
 belongs to one lane by a hash of its slug, computed by PostgreSQL (`LANE_OF`): the claim pass
-picks from one lane's tenants at a time (`due_index.claim`), on that lane's connection, and a run is
-recorded on the connection of the lane that claimed it. A lane's connection is used by one
+ranks every lane's due rows at once, then each lane locks and claims its part on its own
+connection (`due_index.claim`), and a run is recorded on the connection of the lane that claimed it. A lane's connection is used by one
 thread at a time (its lock here), so it never needs a second backend.
 
-Lanes change which connection does the work, never what is done: a lane's pass is the same
-transaction as before (`FOR UPDATE SKIP LOCKED` on the shared due index, the same claim), so
-the guarantees of one occurrence once, of failover and of fairness within a pass stand as
-they were. Fairness between lanes is `due_index.claim.claim_across`'s: a first round that caps
-each tenant, then the rest of the pass.
+Lanes change which connection does the work, never what is done: a lane's part is the same
+transaction as without lanes (`FOR UPDATE SKIP LOCKED` on the shared due index, the same claim),
+so the guarantees of one occurrence once and of failover stand as they were. Fairness between
+lanes is `due_index.claim.claim_across`'s: one ranking across lanes, each lane its rows' part of it.
 """
 
 from __future__ import annotations
@@ -43,23 +42,9 @@ class Lanes:
         self.engines: list[Any] = list(db.lanes)
         self._locks = [threading.Lock() for _ in self.engines]
         self._of: dict[str, int] = {}
-        self._next = 0  # the lane the next pass starts at
-        self._guard = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.engines)
-
-    def rotation(self) -> list[int]:
-        """Every lane once, starting where the last pass left off."""
-        with self._guard:
-            start = self._next
-            self._next = (start + 1) % len(self.engines)
-        return [(start + k) % len(self.engines) for k in range(len(self.engines))]
-
-    def resume_at(self, lane: int) -> None:
-        """The next pass starts at this lane (one the last pass did not reach)."""
-        with self._guard:
-            self._next = lane
 
     @contextmanager
     def held(self, lane: int, *, wait: bool) -> Iterator[bool]:

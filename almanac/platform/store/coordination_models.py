@@ -3,6 +3,8 @@
 - `worker_heartbeats`: one row per live process (`almanac worker` or `almanac serve`
   with its scheduler), refreshed every few seconds. The processes whose heartbeat
   has not expired are the live ones; each takes about `ceil(tenants / live)`.
+- `tenant_turns`: when each tenant's due rows were last claimed by any process (PostgreSQL): the
+  pick across tenants serves the tenants served least recently first (`due_index.claim`).
 - `timer.tenant_leases`: which process runs the timer of which tenant, until when. A row
   is taken by compare-and-set (`FOR UPDATE SKIP LOCKED` on PostgreSQL) when it is
   free or its lease lapsed, renewed by its owner, and released when the owner
@@ -66,3 +68,18 @@ class DueEntry(SharedBase):
     occurrence_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     due_at: Mapped[datetime] = mapped_column(UTCDateTime())
     priority: Mapped[int] = mapped_column(Integer)
+
+
+class TenantTurn(SharedBase):
+    """When a claim pass of any process last claimed this tenant's due rows (PostgreSQL; unused on SQLite).
+
+    The pick across tenants (`due_index.claim`) takes, within each round of its round robin, the
+    tenants served least recently first: a claimed row is no longer due, so every pass of a burst
+    meets every tenant in its first round again, and without this memory which tenants a pass
+    reached was a fresh draw each time. Written by the pass that claimed, with the database's clock.
+    """
+
+    __tablename__ = "tenant_turns"
+
+    tenant_slug: Mapped[str] = mapped_column(String(40), primary_key=True)
+    served_at: Mapped[datetime] = mapped_column(UTCDateTime())
