@@ -12,11 +12,11 @@ transaction, on one connection:
    the triggers move the claimed rows' `due_at` to their lease end in the index;
 3. when it did not fill `limit`, says when the earliest row of the index falls due.
 
-With lanes (`connection_lanes`, the default on PostgreSQL) the pass first ranks the due rows of
-every lane at once, locking nothing (`_lane_parts`), then runs one such transaction per lane
-that has rows among the first `limit`, on that lane's connection, locking and claiming that
-lane's part: a tenant is tied to one connection of each process, for warm caches, never to a
-process, and a lane of few tenants gets no more a tenant than a lane of many.
+With lanes (`connection_lanes`, the default on PostgreSQL) a pass is one such transaction per lane it
+visits, each on its lane's connection and picking only that lane's tenants (and a dead process's
+runs of any lane): a tenant is tied to one connection of each process, for warm caches, never to a
+process. Which lane a pass starts at is weighed by the tenants each lane has due
+(`Lanes.rotation`), so that a lane of few tenants gets no more a tenant than a lane of many.
 
 No tenant is visited unless it has due work, so idle tenants cost nothing per pass, and
 nothing ties a tenant to a process: when a process dies, its due work is claimed by the
@@ -81,11 +81,11 @@ D, O = (cast(Table, m.__table__) for m in (DueEntry, Occurrence))  # Core tables
 SCAN = 100_000  # due rows (oldest first) ranked per pass: bounds a pass's cost after a long outage
 WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' locked rows to be skipped
 
-# The pick's text and the reasons for its shape: sql/statements/due_ranked.sql and those after it.
-_RANKED = statement("due_ranked")
-_PICK = text(_RANKED + statement("due_pick"))  # one transaction: ranked and locked
-_CANDIDATES = text(_RANKED + statement("due_candidates").format(lane_of=LANE_OF))  # lanes: ranked, not locked
-_LOCK = text(statement("due_lock"))  # a lane's part of the candidates, locked on its connection
+# The pick's text and the reasons for its shape: sql/statements/due_ranked.sql and due_pick.sql.
+_PICK_SQL = statement("due_ranked") + statement("due_pick")
+_PICK = text(_PICK_SQL.format(lane=""))
+# One lane's tenants (`connection_lanes`), and a dead process's runs of any lane.
+_PICK_LANE = text(_PICK_SQL.format(lane=f" AND (due_at < :taken OR {LANE_OF} = :lane)"))
 _TURNS = text(statement("due_turns"))
 
 _NEXT_DUE = select(func.min(D.c.due_at))
@@ -262,29 +262,36 @@ class DueIndex:
             return self._claim_on(self.db.engine, None, now, limit, share, tenant_exists, first)
         out = DuePass([], 0, False)
         recorded: Counter[str] = Counter()
-        parts = self._lane_parts(now, limit, share, first, len(lanes))
 
-        def visit(lane: int, wanted: list[tuple[str, int]], quota: int) -> None:
-            batch = self._claim_on(lanes.engines[lane], (wanted, quota), now, quota, share, tenant_exists, first)
-            for claim in batch.claims:
-                lanes.note(claim.tenant, lane)
+        def visit(lane: int, quota: int, cap: int) -> None:
+            batch = self._claim_on(lanes.engines[lane], (lane, len(lanes), cap), now, quota, share, tenant_exists,
+                                   first)
             out.claims.extend(batch.claims)
             out.picked += batch.picked
             out.failed.extend(batch.failed)
             recorded.update(dict(batch.recorded))
 
-        # Each lane its part, in the order of its first row; a lane another thread of this process
-        # holds is waited for last.
-        later: list[tuple[int, list[tuple[str, int]], int]] = []
-        for lane, wanted, quota in parts:
+        # First round: every lane in turn, the first by the lanes' weights (`Lanes.rotation`), no tenant
+        # above its round-robin chunk (a tenant with one due occurrence is claimed in this pass whatever
+        # another lane's tenants have queued); a lane another thread holds is left for the second.
+        # Second round: the rest of the pass, from the lanes that gave.
+        again: list[int] = []
+        for lane in lanes.rotation(now):
+            if out.picked >= limit:
+                break
             with lanes.held(lane, wait=False) as mine:
-                if mine:
-                    visit(lane, wanted, quota)
-                else:
-                    later.append((lane, wanted, quota))
-        for lane, wanted, quota in later:
+                if not mine:
+                    again.append(lane)
+                    continue
+                before = out.picked
+                visit(lane, limit - out.picked, fair_chunk(limit, share))
+                if out.picked > before:
+                    again.append(lane)
+        for lane in again:
+            if out.picked >= limit:
+                break
             with lanes.held(lane, wait=True):
-                visit(lane, wanted, quota)
+                visit(lane, limit - out.picked, SCAN)
         out.recorded, out.full = sorted(recorded.items()), out.picked >= limit
         if not out.full:
             with self.db.engine.connect() as conn:
@@ -292,24 +299,9 @@ class DueIndex:
                 out.backlog = {slug: n for slug, n in conn.execute(_BACKLOG, {"now": now})}
         return out
 
-    def _lane_parts(self, now: datetime, limit: int, share: float, mine: str,
-                    lanes: int) -> list[tuple[int, list[tuple[str, int]], int]]:
-        """The pass's candidates ranked across every lane at once (`_CANDIDATES`, locking nothing): for
-        each lane with rows among the first `limit`, in the order of its first one, (lane, its
-        candidates in order, how many of them it claims: its rows among the first `limit`)."""
-        params = pick_parameters(now, limit, share, secrets.randbits(63), mine=mine)
-        with self.db.engine.connect() as conn:
-            ranked = conn.execute(_CANDIDATES, {**params, "lanes": lanes}).all()
-        quotas = Counter(int(lane) for _, _, lane in ranked[:limit])
-        wanted: dict[int, list[tuple[str, int]]] = {}
-        for slug, oid, lane in ranked:
-            if int(lane) in quotas:
-                wanted.setdefault(int(lane), []).append((slug, oid))
-        return [(lane, rows, quotas[lane]) for lane, rows in wanted.items()]
-
-    def _claim_on(self, engine: Any, lane: tuple[list[tuple[str, int]], int] | None, now: datetime, limit: int,
-                  share: float, tenant_exists: Any, mine: str) -> DuePass:
-        """`claim_across` on one engine's connection; `lane`: (its candidates in order, how many to claim);
+    def _claim_on(self, engine: Any, lane: tuple[int, int, int] | None, now: datetime, limit: int, share: float,
+                  tenant_exists: Any, mine: str) -> DuePass:
+        """`claim_across` on one engine's connection; `lane`: (lane, lanes, most rows of a tenant);
         `mine`: the preferred tenants (`preferred`)."""
         try:
             return self._claim_pass(now, limit, share, None, engine, lane, mine)
@@ -318,7 +310,7 @@ class DueIndex:
         return self.claim_tenant_by_tenant(now, limit, share, tenant_exists or (lambda slug: True), engine, lane, mine)
 
     def claim_tenant_by_tenant(self, now: datetime, limit: int, share: float, tenant_exists: Callable[[str], bool],
-                               engine: Any = None, lane: tuple[list[tuple[str, int]], int] | None = None,
+                               engine: Any = None, lane: tuple[int, int, int] | None = None,
                                mine: str = NO_PREFERENCE) -> DuePass:
         """The savepoint fallback: the pass again, each tenant's part read, decided and written in a
         savepoint of its own, so that a tenant whose part fails (logged; its index rows dropped if
@@ -327,10 +319,9 @@ class DueIndex:
         return self._claim_pass(now, limit, share, tenant_exists, engine, lane, mine)
 
     def _claim_pass(self, now: datetime, limit: int, share: float, tenant_exists: Any, engine: Any = None,
-                    lane: tuple[list[tuple[str, int]], int] | None = None, mine: str = NO_PREFERENCE) -> DuePass:
+                    lane: tuple[int, int, int] | None = None, mine: str = NO_PREFERENCE) -> DuePass:
         """One claim transaction on `engine`'s connection (the process's pool by default); `tenant_exists`
-        None: optimistic (any failure raises, all rolled back). `lane`: a lane's candidates and quota
-        (`_lane_parts`), locked here; None: picked here (`_PICK`).
+        None: optimistic (any failure raises, all rolled back). `lane`: (lane, lanes, most rows of a tenant).
 
         Without a `lane` it says, when it did not fill `limit`, when to look again (the lanes' caller does).
         """
@@ -340,11 +331,11 @@ class DueIndex:
         began = time.monotonic()
         with (engine or self.db.engine).connect() as conn, conn.begin():
             if lane is None:
-                picked = conn.execute(_PICK, pick_parameters(now, limit, share, secrets.randbits(63), mine=mine)).all()
+                params = pick_parameters(now, limit, share, secrets.randbits(63), mine=mine)
+                picked = conn.execute(_PICK, params).all()
             else:
-                wanted, quota = lane
-                picked = conn.execute(_LOCK, {"slugs": [slug for slug, _ in wanted], "ids": [oid for _, oid in wanted],
-                                              "now": now, "limit": quota}).all()
+                params = pick_parameters(now, limit, share, secrets.randbits(63), cap=lane[2], mine=mine)
+                picked = conn.execute(_PICK_LANE, {**params, "lane": lane[0], "lanes": lane[1]}).all()
             by_tenant: dict[str, list[int]] = {}
             for slug, oid in picked:
                 by_tenant.setdefault(slug, []).append(oid)

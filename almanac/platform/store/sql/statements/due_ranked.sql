@@ -1,5 +1,7 @@
 -- The ranking of a claim pass across tenants (`due_index.claim`): the due rows it wants, in the
--- order it wants them; `due_pick.sql` (one transaction) or `due_candidates.sql` (lanes) follows it.
+-- order it wants them; `due_pick.sql` follows it. `{lane}` is empty, or the lane's condition when
+-- the pass takes one lane's tenants (`connection_lanes`): a dead process's runs (due before :taken)
+-- are taken by the first lane's pick whatever their lane, rather than when the lanes' turns come.
 -- Ranked by due time within the tenant's own priority order, taken round robin in chunks per tenant,
 -- and within each round: the rows of the tenants in :mine (`prefer`) before the others', then the
 -- tenants whose rows any process claimed least recently (`tenant_turns`) first. A claimed row is no
@@ -13,7 +15,7 @@
 -- 8,000 rows due (14 ms against 7 ms, EXPLAIN ANALYZE), for the same purpose.
 WITH due AS (
     SELECT tenant_slug, occurrence_id, due_at, priority FROM due_index
-    WHERE due_at <= :now ORDER BY due_at LIMIT :scan
+    WHERE due_at <= :now{lane} ORDER BY due_at LIMIT :scan
 ), ranked AS (
     SELECT tenant_slug, occurrence_id, due_at,
            row_number() OVER (PARTITION BY tenant_slug ORDER BY priority DESC, due_at, occurrence_id) AS rn
