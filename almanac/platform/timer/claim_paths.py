@@ -347,8 +347,9 @@ class AcrossTenants:
 
     def claimed(self, scope: str, claimed: Claimed, now: datetime) -> dict[str, int] | None:
         assert isinstance(claimed, DuePass)
-        # A full pass of retries only (the rows taken over come first): more may be left, the next takes them too.
-        if claimed.full and claimed.claims and all(c.attempt > 1 for c in claimed.claims):
+        # A pass that took a dead process's runs over (they come first): more may be left, the next takes
+        # them too, room or not, rather than as this process's own claims drain to half.
+        if dict(claimed.recorded).get("lease_lapsed"):
             self._taken_over = True
         self._looks.at = pacing.next_look(claimed.full, claimed.picked, claimed.next_due_at, now, self.idle)
         if claimed.full or claimed.backlog is None or claimed.backlog == self._backlogs:

@@ -153,9 +153,9 @@ def test_round_robin_between_tenants_due_at_the_same_time(
         _jobs(database, slug, _script(database, slug, now), now, 50)
     batch = store.due_index.claim_across(now, 60, share=0.5)
     by = Counter(c.tenant for c in batch.claims)
-    # Round robin in chunks of 16: every tenant's first 16, then the rest of the pass (12) to a tenant
-    # picked by a seeded hash; none above its share (30) while the others wait.
-    assert sorted(by.values()) == [16, 16, 28] and set(by) == set(tenants)
+    # Round robin in chunks of 8: every tenant's first 8, its next 8, then the rest of the pass (12),
+    # a chunk and a part, to tenants in turn; none above its share (30) while the others wait.
+    assert sorted(by.values()) == [16, 20, 24] and set(by) == set(tenants)
 
 
 def test_a_dead_process_s_due_work_is_claimed_by_another_at_once_and_its_running_attempts_after_their_lease(

@@ -25,11 +25,14 @@ class Asked:
         self.asked: list[dict[str, Any]] = []
         self.claims = claims or []
         self.full = False
+        self.lapsed = 0  # runs of a dead process the next pass recovers (`recorded["lease_lapsed"]`)
 
     def claim_across(self, now: datetime, limit: int, **kwargs: Any) -> DuePass:
         self.asked.append({"limit": limit, **kwargs})
         claims, self.claims = self.claims, []
-        return DuePass(claims, len(claims), self.full and bool(claims), [], None, {})
+        lapsed, self.lapsed = self.lapsed, 0
+        return DuePass(claims, len(claims), self.full and bool(claims), [("lease_lapsed", lapsed)] if lapsed else [],
+                       None, {})
 
 
 class Claimed:
@@ -77,7 +80,7 @@ def test_a_fair_queue_puts_items_first_and_their_tenant_next_in_turn() -> None:
     assert [queue.pop(100) for _ in range(5)] == [("b", 4), ("a", 1), ("b", 5), ("a", 2), ("b", 3)]
 
 
-def test_after_a_full_pass_of_retries_the_next_pass_claims_past_its_room_too() -> None:
+def test_while_passes_take_a_dead_process_s_runs_over_the_next_pass_claims_past_its_room_too() -> None:
     store = Asked()
     timer = _timer(store)
 
@@ -89,12 +92,15 @@ def test_after_a_full_pass_of_retries_the_next_pass_claims_past_its_room_too() -
     timer.wake(TAKEN_OVER)
     limit = -(-timer.capacity // timer.path.claimers)
     store.full = True
-    store.claims = [Claimed("a", n, attempt=2) for n in range(limit)]
+    store.claims, store.lapsed = [Claimed("a", n, attempt=2) for n in range(limit)], limit
     full_pass()
-    store.claims = [Claimed("a", 100 + n, attempt=2) for n in range(limit)]
-    full_pass()  # the first was all retries and full: more of the dead process's may be due, past the room again
-    store.claims = [Claimed("a", 200, attempt=2)] + [Claimed("b", 300 + n) for n in range(limit - 1)]
+    # The first took some over: more of the dead process's may be due, past the room again, though
+    # this pass also took new work (its lane's pick had fewer of them than the pass's room). Before,
+    # only a pass of retries alone went on, and the rest waited for this process's claims to drain.
+    store.claims, store.lapsed = [Claimed("a", 200, attempt=2)] + [Claimed("b", 300 + n) for n in range(limit - 1)], 1
+    full_pass()
+    store.claims = [Claimed("b", 400 + n) for n in range(limit)]
     full_pass()  # the second too
     assert len(store.asked) == 3
-    full_pass()  # the third took a new run: nothing of the dead process's was left; no room as before
+    full_pass()  # the third took nothing over: nothing of the dead process's was left; no room as before
     assert len(store.asked) == 3

@@ -142,9 +142,12 @@ def _tenant_session(conn: Any, slug: str) -> Iterator[Session]:
         s.close()
 
 
+CHUNK_MAX = 8  # rows of a tenant per round: the passes go round 100 tenants of a burst every 800 runs
+
+
 def fair_chunk(limit: int, share: float) -> int:
     """Rows of one tenant per round-robin round: a small part of a pass, never above the tenant's share."""
-    return max(1, min(16, int(limit * share)))
+    return max(1, min(CHUNK_MAX, int(limit * share)))
 
 
 NO_PREFERENCE = "{}"  # `preferred(())`: no tenant's rows before the others'
@@ -361,8 +364,11 @@ class DueIndex:
                 recorded.update(batch.recorded)
             if deferred:
                 claims.extend(self._write_deferred(conn, deferred, now))
-            if by_tenant:  # their turn came: the next passes, this process's and the others', serve others first
-                conn.execute(_TURNS, {"slugs": sorted(by_tenant)})
+            # The tenants given a whole chunk had their turn: the next passes, this process's and the others',
+            # serve others first. One cut short by the pass's end, or with less due, keeps its place.
+            served = sorted(slug for slug, ids in by_tenant.items() if len(ids) >= params["chunk"])
+            if served:
+                conn.execute(_TURNS, {"slugs": served})
             full = len(picked) >= limit
             next_due = backlog = None
             if not full and lane is None:
