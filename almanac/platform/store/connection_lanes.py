@@ -16,10 +16,10 @@ thread at a time (its lock here), so it never needs a second backend.
 Lanes change which connection does the work, never what is done: a lane's part is the same
 transaction as without lanes (`FOR UPDATE SKIP LOCKED` on the shared due index, the same claim),
 so the guarantees of one occurrence once and of failover stand as they were. Fairness between
-lanes is `rotation`'s: the lane a pass starts at is chosen in proportion to the tenants each lane
-has due (counted once every `WEIGH_EVERY_S`; a smooth weighted round robin, as nginx weighs its
-upstreams), so a lane of few tenants is not served as often as a lane of many; and every lane starts
-a pass at least once every `2 * lanes` passes, so new work in a lane counted empty waits a few passes.
+lanes is `rotation`'s: a pass starts at the lane from which this process has claimed the fewest
+rows per tenant it has due (counted once every `WEIGH_EVERY_S`), so a lane of few tenants is not
+served as often as a lane of many, whatever the passes' sizes; and every lane starts a pass at
+least once every `2 * lanes` passes, so new work in a lane counted empty waits a few passes.
 """
 
 from __future__ import annotations
@@ -54,28 +54,44 @@ class Lanes:
         count = len(self.engines)
         self._weight = [1] * count  # tenants with rows due in each lane, at the last count
         self._weighed_at: float | None = None  # when they were counted (monotonic)
-        self._credit = [0] * count  # the weighted round robin's running credit
+        self._served = [0.0] * count  # rows this process claimed from each lane, per tenant it had due
         self._idle = [0] * count  # passes since the lane last started one
+        self._starting: set[int] = set()  # lanes a pass of this process started at and still runs
         self._guard = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.engines)
 
     def rotation(self, now: datetime) -> list[int]:
-        """Every lane once, for a pass at `now`: first the lane whose turn it is (the weighted round
-        robin), then the others by their credit."""
+        """Every lane once, for a pass at `now`: the lanes with due work by the rows this process has
+        claimed from them per tenant they have due, least first; a lane counted empty comes first once
+        every `2 * lanes` passes (new work there), else last. The first is this pass's own until
+        `done(first)`: another claimer of this process starts at another lane, rather than skip this
+        one, and the pass waits for it (a record on its connection) rather than go elsewhere; skipped,
+        the lanes whose tenants had the most runs to record were claimed the least."""
         self._weigh(now)
         with self._guard:
             count = len(self.engines)
             for lane in range(count):
-                self._credit[lane] += self._weight[lane]
                 self._idle[lane] += 1
-            overdue = [lane for lane in range(count) if self._idle[lane] > 2 * count]
-            first = overdue[0] if overdue else max(range(count), key=lambda lane: self._credit[lane])
-            self._credit[first] -= max(1, sum(self._weight))
+            order = sorted(range(count), key=lambda lane: (self._weight[lane] == 0, self._served[lane]))
+            overdue = [lane for lane in order if self._idle[lane] > 2 * count]
+            free = [lane for lane in order if lane not in self._starting]
+            first = overdue[0] if overdue and overdue[0] not in self._starting else (free or order)[0]
+            order.remove(first)
             self._idle[first] = 0
-            rest = sorted((lane for lane in range(count) if lane != first), key=lambda lane: -self._credit[lane])
-        return [first, *rest]
+            self._starting.add(first)
+        return [first, *order]
+
+    def done(self, first: int) -> None:
+        """The pass that started at `first` (`rotation`) is over."""
+        with self._guard:
+            self._starting.discard(first)
+
+    def claimed(self, lane: int, rows: int) -> None:
+        """A pass claimed (locked) `rows` of this lane's due rows."""
+        with self._guard:
+            self._served[lane] += rows / max(1, self._weight[lane])
 
     def _weigh(self, now: datetime) -> None:
         """Count the tenants each lane has due, at most once every `WEIGH_EVERY_S`."""
@@ -87,7 +103,12 @@ class Lanes:
         with self.db.engine.connect() as conn:
             found = dict(conn.execute(_DUE_TENANTS, {"now": now, "lanes": len(self.engines)}).all())
         with self._guard:
-            self._weight = [int(found.get(lane, 0)) for lane in range(len(self.engines))]
+            weight = [int(found.get(lane, 0)) for lane in range(len(self.engines))]
+            busy = [self._served[lane] for lane in range(len(weight)) if self._weight[lane]]
+            for lane, tenants in enumerate(weight):  # a lane whose work is new starts level, not owed
+                if tenants and not self._weight[lane] and busy:
+                    self._served[lane] = max(self._served[lane], min(busy))
+            self._weight = weight
 
     @contextmanager
     def held(self, lane: int, *, wait: bool) -> Iterator[bool]:

@@ -15,7 +15,7 @@ transaction, on one connection:
 With lanes (`connection_lanes`, the default on PostgreSQL) a pass is one such transaction per lane it
 visits, each on its lane's connection and picking only that lane's tenants (and a dead process's
 runs of any lane): a tenant is tied to one connection of each process, for warm caches, never to a
-process. Which lane a pass starts at is weighed by the tenants each lane has due
+process. Which lane a pass starts at is the one this process served least per tenant it has due
 (`Lanes.rotation`), so that a lane of few tenants gets no more a tenant than a lane of many.
 
 No tenant is visited unless it has due work, so idle tenants cost nothing per pass, and
@@ -269,27 +269,33 @@ class DueIndex:
         def visit(lane: int, quota: int, cap: int) -> None:
             batch = self._claim_on(lanes.engines[lane], (lane, len(lanes), cap), now, quota, share, tenant_exists,
                                    first)
+            lanes.claimed(lane, batch.picked)
             out.claims.extend(batch.claims)
             out.picked += batch.picked
             out.failed.extend(batch.failed)
             recorded.update(dict(batch.recorded))
 
-        # First round: every lane in turn, the first by the lanes' weights (`Lanes.rotation`), no tenant
-        # above its round-robin chunk (a tenant with one due occurrence is claimed in this pass whatever
-        # another lane's tenants have queued); a lane another thread holds is left for the second.
+        # First round: every lane in turn, the least served first (`Lanes.rotation`: waited for if a
+        # record holds it), no tenant above its round-robin chunk (a tenant with one due occurrence is
+        # claimed in this pass whatever another lane's tenants have queued); another lane that another
+        # thread holds is left for the second.
         # Second round: the rest of the pass, from the lanes that gave.
         again: list[int] = []
-        for lane in lanes.rotation(now):
-            if out.picked >= limit:
-                break
-            with lanes.held(lane, wait=False) as mine:
-                if not mine:
-                    again.append(lane)
-                    continue
-                before = out.picked
-                visit(lane, limit - out.picked, fair_chunk(limit, share))
-                if out.picked > before:
-                    again.append(lane)
+        order = lanes.rotation(now)
+        try:
+            for lane in order:
+                if out.picked >= limit:
+                    break
+                with lanes.held(lane, wait=lane == order[0]) as mine:
+                    if not mine:
+                        again.append(lane)
+                        continue
+                    before = out.picked
+                    visit(lane, limit - out.picked, fair_chunk(limit, share))
+                    if out.picked > before:
+                        again.append(lane)
+        finally:
+            lanes.done(order[0])
         for lane in again:
             if out.picked >= limit:
                 break
