@@ -142,7 +142,7 @@ def _tenant_session(conn: Any, slug: str) -> Iterator[Session]:
         s.close()
 
 
-CHUNK_MAX = 8  # rows of a tenant per round: the passes go round 100 tenants of a burst every 800 runs
+CHUNK_MAX = 8  # rows of a tenant per round robin turn: 100 tenants of a burst are gone round every 800 runs
 
 
 def fair_chunk(limit: int, share: float) -> int:
