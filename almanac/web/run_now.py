@@ -91,6 +91,11 @@ def _read_run(services: Any, tenant: str, run_id: int) -> RunOut:
         return with_links(session, [service.get_run(session, run_id)])[0]
 
 
+# A refusal here is answered after this pause. A client that calls again as soon as it is refused
+# (ignoring `Retry-After`) cost the server a request each time, thousands a second from a few
+# connections, and the other tenants' calls waited behind them in the event loop; paused, each such
+# connection makes at most a few calls a second. Shorter than any `Retry-After` this answers with.
+REFUSAL_PAUSE_S = 0.25
 RUN_PATH = re.compile(r"/api/v1/scripts/([0-9]{1,18})/run")
 
 
@@ -116,6 +121,7 @@ class RefuseFlood:
         if refusal is None:
             await self.app(scope, replay, send)
             return
+        await asyncio.sleep(REFUSAL_PAUSE_S)  # a coroutine asleep: no thread, no CPU
         await envelope(refusal.status, refusal.code, refusal.message, refusal.details)(scope, replay, send)
 
     def _refusal(self, scope: dict[str, Any], message: dict[str, Any]) -> AlmanacError | None:

@@ -129,9 +129,9 @@ def test_one_tenant_flooding_run_now_and_waiting_runs_does_not_hold_back_another
     lags = [(datetime.fromisoformat(r["started_at"]) - datetime.fromisoformat(r["scheduled_for"])).total_seconds()
             for r in runs if r["started_at"]]
     print(f"\nhealthz p99 {_p99(health):.3f} s, the other tenant's GET p99 {_p99(api):.3f} s, its jobs' start lag "
-          f"max {max(lags):.2f} s over {len(lags)}; the flood's answers {sorted(set(answers))}")
+          f"max {max(lags):.2f} s over {len(lags)} (by due time: {[round(x, 2) for x in lags[::-1]]}); the flood's answers {sorted(set(answers))}")
     assert 429 in answers  # the flood went past its waiting bound
     # Generous: the promise is 100 ms and section 11's start times; a loaded CI box adds seconds.
-    assert _p99(health) < 2.0, sorted(health)[-5:]
-    assert _p99(api) < 2.0, sorted(api)[-5:]
+    assert _p99(health) < 1.0, sorted(health)[-5:]  # 0.02-0.05 s on a quiet 2-core box (the bench)
+    assert _p99(api) < 1.0, sorted(api)[-5:]
     assert len(lags) == len(due) and max(lags) < 15.0, sorted(lags)[-5:]
