@@ -27,8 +27,8 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from datetime import datetime
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text

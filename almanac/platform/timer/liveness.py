@@ -61,9 +61,8 @@ TAG_LEN = 8
 OWNER_SHAPE = ":t[0-7][0-9a-f]{7}$"  # a `worker_heartbeats.owner` made by `owner_of` (a regular expression)
 LOCK_SPACE = 0x616C6D61  # "alma": the first key of every process's advisory lock
 # How often a process refreshes its row and looks for the dead: a death is told within the grace
-# plus up to two beats (the first sighting, then the beat that ends the grace). At 0.25 s the beats
-# were half of the 1.1 s it took to tell a kill -9 mid-burst; each beat is two statements on the
-# process's own connection.
+# plus up to two beats (the first sighting, then the beat that ends the grace), so the beat is kept
+# short beside the grace; each beat is two statements on the process's own connection.
 BEAT_S = 0.1
 # How long a process's lock stays missing before it is reaped: a session ends with its process at
 # once, so this covers only a live process's liveness connection lost and made again (a wait of

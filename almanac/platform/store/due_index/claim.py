@@ -81,8 +81,8 @@ D, O = (cast(Table, m.__table__) for m in (DueEntry, Occurrence))  # Core tables
 SCAN = 100_000  # due rows (oldest first) ranked per pass: bounds a pass's cost after a long outage
 WANT_FACTOR = 4  # candidates ranked per row wanted: room for other processes' locked rows to be skipped
 
-# The pick's text and the reasons for its shape: sql/statements/due_ranked.sql and due_pick.sql.
-_PICK_SQL = statement("due_ranked") + statement("due_pick")
+# The pick's text and the reasons for its shape: sql/statements/due_pick.sql.
+_PICK_SQL = statement("due_pick")
 _PICK = text(_PICK_SQL.format(lane=""))
 # One lane's tenants (`connection_lanes`), and a dead process's runs of any lane.
 _PICK_LANE = text(_PICK_SQL.format(lane=f" AND (due_at < :taken OR {LANE_OF} = :lane)"))
